@@ -1,0 +1,31 @@
+# Every target runs inside .venv, which `make setup` creates from constraints.txt.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: setup test test-unit test-integration lint bench demo clean
+
+setup:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(PY) -m spark_groupsource.devbroker --check
+
+test:
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit:
+	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+
+test-integration:
+	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+
+lint:
+	$(VENV)/bin/ruff check .
+
+bench:
+	$(PY) bench/assignors.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,48 @@
+"""The connector's exception hierarchy: one base a caller can catch, a type per failure kind."""
+
+from __future__ import annotations
+
+
+class GroupKafkaError(Exception):
+    """Base of every error this connector raises on purpose."""
+
+
+class OptionError(GroupKafkaError, ValueError):
+    """A user option is missing, unknown or invalid. Raised before any data moves."""
+
+    def __init__(self, option: str, message: str):
+        self.option = option
+        super().__init__(f"option '{option}': {message}")
+
+
+class DataLossError(GroupKafkaError):
+    """Records the query expected to read are gone (retention, truncation, deleted topic)."""
+
+    def __init__(self, topic: str, partition: int, expected: int, available: int | None, detail: str = ""):
+        self.topic, self.partition = topic, partition
+        self.expected, self.available = expected, available
+        avail = "none" if available is None else str(available)
+        msg = (
+            f"data loss in {topic}-{partition}: expected offset {expected}, "
+            f"first available offset is {avail}"
+        )
+        if detail:
+            msg += f" ({detail})"
+        msg += ". Set failOnDataLoss=false to log, count and skip the missing records instead."
+        super().__init__(msg)
+
+
+class MembershipError(GroupKafkaError):
+    """The driver could not join, stay in, or leave the consumer group."""
+
+
+class FencedError(MembershipError):
+    """The coordinator fenced this member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+
+
+class CommitError(GroupKafkaError):
+    """An offset commit failed for a reason that is not a fence."""
+
+
+class BrokerError(GroupKafkaError):
+    """A broker request (metadata, offsets, fetch) failed after its retries."""
