@@ -1,0 +1,80 @@
+"""Dense integer numbering of partitions, so big groups avoid per-partition objects.
+
+Partition ``p`` of the ``k``-th topic (topics sorted by name) is number
+``offset[k] + p``; number order is therefore TopicPartition order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+from assignment.model import TopicPartition
+
+
+@lru_cache(maxsize=8192)
+def topic_partitions(topic: str, n: int) -> tuple[TopicPartition, ...]:
+    """Shared immutable TopicPartition values: rebalances reuse them instead of rebuilding."""
+    return tuple(TopicPartition(topic, p) for p in range(n))
+
+
+class PartitionSpace:
+    __slots__ = ("topics", "offsets", "counts", "total", "_offset_of")
+
+    def __init__(self, partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
+        self.topics = sorted({t for t in topics if partitions_per_topic.get(t, 0) > 0})
+        self.counts = [partitions_per_topic[t] for t in self.topics]
+        self.offsets = []
+        off = 0
+        for n in self.counts:
+            self.offsets.append(off)
+            off += n
+        self.total = off
+        self._offset_of = {t: (o, n) for t, o, n in zip(self.topics, self.offsets, self.counts, strict=True)}
+
+    def index(self, tp: TopicPartition) -> int:
+        """The number of ``tp``, or -1 if it is not in this space."""
+        on = self._offset_of.get(tp.topic)
+        if on is None or not 0 <= tp.partition < on[1]:
+            return -1
+        return on[0] + tp.partition
+
+    def indices(self, tps: Iterable[TopicPartition]) -> list[int]:
+        get = self._offset_of.get
+        out = []
+        for tp in tps:
+            on = get(tp.topic)
+            if on is not None and 0 <= tp.partition < on[1]:
+                out.append(on[0] + tp.partition)
+        return out
+
+    def topic_range(self, topic: str) -> range:
+        on = self._offset_of.get(topic)
+        return range(on[0], on[0] + on[1]) if on else range(0)
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._offset_of
+
+    def partition(self, i: int) -> TopicPartition:
+        import bisect
+
+        k = bisect.bisect_right(self.offsets, i) - 1
+        return topic_partitions(self.topics[k], self.counts[k])[i - self.offsets[k]]
+
+    def build(self, owner: list[int], n_members: int, skip: set[int] | None = None
+              ) -> list[list[TopicPartition]]:
+        """Per member (by number) its partitions in TopicPartition order, from an owner array."""
+        outs: list[list[TopicPartition]] = [[] for _ in range(n_members)]
+        appends = [o.append for o in outs]
+        for topic, off, n in zip(self.topics, self.offsets, self.counts, strict=True):
+            tps = topic_partitions(topic, n)
+            seg = owner[off : off + n]
+            if skip:
+                for p, m in enumerate(seg):
+                    if m >= 0 and off + p not in skip:
+                        appends[m](tps[p])
+            else:
+                for p, m in enumerate(seg):
+                    if m >= 0:
+                        appends[m](tps[p])
+        return outs

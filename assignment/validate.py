@@ -1,0 +1,63 @@
+"""The leader's last check before SyncGroup: never hand out an assignment that breaks the group.
+
+With client-side assignment the coordinator cannot validate anything, so a
+buggy (user) assignor would silently double-read or drop partitions; this check
+turns that into an error naming the assignor and the partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assignment.errors import InvalidAssignmentError
+from assignment.model import ClusterMetadata, MemberAssignment, Subscription, TopicPartition
+
+
+def validate_assignment(
+    assignor_name: str,
+    cluster: ClusterMetadata,
+    subscriptions: Mapping[str, Subscription],
+    assignment: Mapping[str, MemberAssignment],
+    replicas: int = 1,
+) -> None:
+    """Each subscribed, existing partition to exactly ``replicas`` distinct subscribed members."""
+    holders: dict[TopicPartition, list[str]] = {}
+    for member, ma in assignment.items():
+        sub = subscriptions.get(member)
+        if sub is None:
+            raise InvalidAssignmentError(
+                assignor_name, f"member {member!r} is not in the group's subscriptions"
+            )
+        topics = set(sub.topics)
+        seen: set[TopicPartition] = set()
+        for tp in ma.partitions:
+            if not cluster.has_partition(tp):
+                raise InvalidAssignmentError(
+                    assignor_name, f"partition {tp} given to member {member!r} does not exist"
+                )
+            if tp.topic not in topics:
+                raise InvalidAssignmentError(
+                    assignor_name,
+                    f"partition {tp} given to member {member!r}, which is not subscribed to "
+                    f"{tp.topic!r}",
+                )
+            if tp in seen:
+                raise InvalidAssignmentError(
+                    assignor_name, f"partition {tp} given twice to member {member!r}"
+                )
+            seen.add(tp)
+            holders.setdefault(tp, []).append(member)
+
+    subscribed = set()
+    for sub in subscriptions.values():
+        subscribed.update(sub.topics)
+    for topic in sorted(subscribed):
+        for tp in cluster.partitions_for(topic):
+            got = holders.get(tp, [])
+            if len(got) != replicas:
+                who = ", ".join(sorted(got)) or "no member"
+                raise InvalidAssignmentError(
+                    assignor_name,
+                    f"partition {tp} is assigned to {len(got)} member(s) ({who}), "
+                    f"expected {replicas}",
+                )
