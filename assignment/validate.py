@@ -19,8 +19,14 @@ def validate_assignment(
     subscriptions: Mapping[str, Subscription],
     assignment: Mapping[str, MemberAssignment],
     replicas: int = 1,
+    cooperative: bool = False,
 ) -> None:
-    """Each subscribed, existing partition to exactly ``replicas`` distinct subscribed members."""
+    """Each subscribed, existing partition to exactly ``replicas`` distinct subscribed members.
+
+    ``cooperative`` (KIP-429): a partition revoked from its current owner is held
+    back for one round, so it may go to nobody, but only if a member reported
+    owning it and loses it now.
+    """
     holders: dict[TopicPartition, list[str]] = {}
     for member, ma in assignment.items():
         sub = subscriptions.get(member)
@@ -49,11 +55,17 @@ def validate_assignment(
             holders.setdefault(tp, []).append(member)
 
     subscribed = set()
-    for sub in subscriptions.values():
+    withheld: set[TopicPartition] = set()
+    for member, sub in subscriptions.items():
         subscribed.update(sub.topics)
+        if cooperative:
+            kept = set(assignment[member].partitions) if member in assignment else set()
+            withheld.update(tp for tp in sub.owned_partitions if tp not in kept)
     for topic in sorted(subscribed):
         for tp in cluster.partitions_for(topic):
             got = holders.get(tp, [])
+            if not got and tp in withheld:
+                continue
             if len(got) != replicas:
                 who = ", ".join(sorted(got)) or "no member"
                 raise InvalidAssignmentError(

@@ -336,3 +336,25 @@ def test_package_imports_without_kafka_or_spark():
         "and sys.modules[m] is not None]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_validation_allows_cooperative_withheld_partition_only_when_revoked():
+    from assignment.errors import InvalidAssignmentError
+    from assignment.model import ClusterMetadata, MemberAssignment, Subscription, TopicPartition
+    from assignment.validate import validate_assignment
+
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    cluster = ClusterMetadata({"t": 2})
+    subs = {
+        "a": Subscription("a", ("t",), owned_partitions=(tp0, tp1)),
+        "b": Subscription("b", ("t",)),
+    }
+    # t-1 is revoked from "a" and held back this round: fine for cooperative
+    held_back = {"a": MemberAssignment((tp0,)), "b": MemberAssignment(())}
+    validate_assignment("cooperative-sticky", cluster, subs, held_back, cooperative=True)
+    with pytest.raises(InvalidAssignmentError, match="t-1"):
+        validate_assignment("sticky", cluster, subs, held_back)
+    # a partition nobody owned must still be assigned, even for cooperative
+    fresh = {"a": Subscription("a", ("t",)), "b": Subscription("b", ("t",))}
+    with pytest.raises(InvalidAssignmentError, match="t-1"):
+        validate_assignment("cooperative-sticky", cluster, fresh, held_back, cooperative=True)

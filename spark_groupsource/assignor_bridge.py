@@ -1,0 +1,144 @@
+"""The boundary between kafka-python's group client and our pure assignors.
+
+kafka-python runs the JoinGroup/SyncGroup state machine; everything that decides
+or encodes an assignment is ours (``assignment/``), so the bytes on the wire are
+the ones our protocol module writes and a corrupt member cannot crash the leader.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from kafka.coordinator.assignors.abstract import RebalanceProtocol as KpRebalanceProtocol
+
+from assignment import protocol
+from assignment.base import Assignor
+from assignment.model import (
+    ClusterMetadata,
+    MemberAssignment,
+    RebalanceProtocol,
+    Subscription,
+    TopicPartition,
+)
+from assignment.validate import validate_assignment
+
+log = logging.getLogger("spark_groupsource.membership")
+
+
+def _replicas_of(assignor: Assignor) -> int:
+    return int(getattr(assignor, "replicas", 1) or 1)
+
+
+class BridgedAssignor(AbstractPartitionAssignor):
+    """Presents one of our assignors to kafka-python under its wire name.
+
+    ``metadata`` returns raw subscription bytes (our encoder, version 3), built
+    from what the member owns now so sticky and cooperative assignors see it.
+    """
+
+    def __init__(
+        self,
+        assignor: Assignor,
+        owned: Callable[[], tuple[frozenset[TopicPartition], int]],
+        rack_id: str | None,
+    ):
+        self.assignor = assignor
+        self._owned = owned
+        self._rack_id = rack_id
+        self.last_assignment: MemberAssignment | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.assignor.name
+
+    def supported_protocols(self):
+        return [KpRebalanceProtocol(p.value) for p in self.assignor.supported_protocols]
+
+    def metadata(self, topics):
+        owned, generation = self._owned()
+        topics_t = tuple(sorted(topics))
+        sub = Subscription(
+            member_id="",
+            topics=topics_t,
+            user_data=self.assignor.subscription_user_data(topics_t),
+            owned_partitions=tuple(sorted(owned)),
+            generation=generation,
+            rack_id=self._rack_id,
+        )
+        return protocol.encode_subscription(sub)
+
+    def assign(self, cluster, members):  # pragma: no cover - leader path goes through perform_assignment
+        raise NotImplementedError("groupkafka assigns through perform_assignment")
+
+    def on_assignment(self, assignment, generation):
+        ours = MemberAssignment.of(
+            (TopicPartition(t, p) for t, ps in assignment.assigned_partitions for p in ps),
+            assignment.user_data,
+        )
+        with self._lock:
+            self.last_assignment = ours
+        self.assignor.on_assignment(ours, generation)
+
+
+def cluster_snapshot(kp_cluster, topics: set[str]) -> ClusterMetadata:
+    """Turn kafka-python's metadata cache into our plain snapshot (with replica racks)."""
+    counts: dict[str, int] = {}
+    racks: dict[TopicPartition, frozenset[str]] = {}
+    parts = getattr(kp_cluster, "_partitions", {})
+    for topic in sorted(topics):
+        ids = kp_cluster.partitions_for_topic(topic)
+        if not ids:
+            continue
+        counts[topic] = max(ids) + 1
+        for p, meta in parts.get(topic, {}).items():
+            replica_racks = set()
+            for node in getattr(meta, "replica_nodes", None) or ():
+                broker = kp_cluster.broker_metadata(node)
+                rack = getattr(broker, "rack", None) if broker is not None else None
+                if rack:
+                    replica_racks.add(rack)
+            if replica_racks:
+                racks[TopicPartition(topic, p)] = frozenset(replica_racks)
+    return ClusterMetadata(counts, racks)
+
+
+def perform_assignment(
+    assignors: dict[str, Assignor], kp_cluster, protocol_name: str, members
+) -> tuple[dict[str, bytes], set[str]]:
+    """Leader side: decode, assign, validate, encode. Returns (bytes per member, topics)."""
+    assignor = assignors.get(protocol_name)
+    if assignor is None:
+        raise ValueError(f"coordinator chose protocol {protocol_name!r}, which this member did not offer")
+    decoded = protocol.decode_members(
+        {m.member_id: bytes(m.metadata) for m in members},
+        {m.member_id: getattr(m, "group_instance_id", None) for m in members},
+    )
+    subs, bad = decoded.subscriptions, decoded.errors
+    for member_id, reason in bad.items():
+        log.error("group member %s sent an undecodable subscription; it gets no partitions: %s",
+                  member_id, reason)
+    topics = {t for s in subs.values() for t in s.topics}
+    cluster = cluster_snapshot(kp_cluster, topics)
+    result = assignor.assign(cluster, subs)
+    validate_assignment(
+        assignor.name, cluster, subs, result, replicas=_replicas_of(assignor),
+        cooperative=RebalanceProtocol.COOPERATIVE in assignor.supported_protocols,
+    )
+    encoded = {mid: protocol.encode_assignment(a) for mid, a in result.items()}
+    for member_id in bad:
+        encoded[member_id] = protocol.encode_assignment(MemberAssignment(()))
+    for m in members:  # a member the assignor left out still needs an (empty) assignment
+        encoded.setdefault(m.member_id, protocol.encode_assignment(MemberAssignment(())))
+    log.info("leader assigned group with %s to %d members", assignor.name, len(encoded))
+    return encoded, topics
+
+
+def rebalance_protocol_of(assignors: list[Assignor]) -> RebalanceProtocol:
+    common = set(assignors[0].supported_protocols)
+    for a in assignors[1:]:
+        common &= set(a.supported_protocols)
+    return RebalanceProtocol.COOPERATIVE if RebalanceProtocol.COOPERATIVE in common else RebalanceProtocol.EAGER

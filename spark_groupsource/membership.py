@@ -1,0 +1,396 @@
+"""The driver's membership in the consumer group.
+
+kafka-python drives the classic group protocol (JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup) from its IO thread; this module keeps a membership-only consumer
+(every partition paused, no Fetch) polled from one background thread, runs our
+assignors when the coordinator elects us leader, and exposes what the stream
+planner needs: which partitions we own now (with an acquisition serial, so a
+partition that comes back is never resumed from a stale position), commits that
+report fencing, and the drain hand-shake that lets an in-flight micro-batch
+finish and commit before its partitions are given up.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
+from kafka import errors as kerr
+from kafka.structs import MemberState, OffsetAndMetadata
+from kafka.structs import TopicPartition as KpTP
+
+from assignment.base import Assignor
+from assignment.model import RebalanceProtocol, TopicPartition
+from assignment.redundant import RedundantAssignor, primary_partitions
+from spark_groupsource.assignor_bridge import BridgedAssignor, perform_assignment, rebalance_protocol_of
+from spark_groupsource.errors import MembershipError
+
+log = logging.getLogger("spark_groupsource.membership")
+
+_FENCES = (kerr.IllegalGenerationError, kerr.UnknownMemberIdError, kerr.FencedInstanceIdError)
+
+
+@dataclass(frozen=True)
+class MembershipConfig:
+    group_id: str
+    assignors: tuple[Assignor, ...]
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    group_instance_id: str | None = None
+    client_rack: str | None = None
+    # kafka-python keyword arguments (bootstrap, security, timeouts); may hold secrets
+    client_config: Mapping[str, object] = field(default_factory=dict, repr=False)
+    poll_interval_ms: int = 100
+    # Workaround for brokers (librdkafka's mock cluster) that reject a follower's
+    # SyncGroup arriving after the leader's: the leader waits this long before syncing.
+    leader_sync_delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the planner may rely on right now."""
+
+    generation: int
+    member_id: str
+    protocol: str | None
+    # partition -> acquisition serial (changes each time we newly acquire it)
+    owned: Mapping[TopicPartition, int]
+    # partitions whose offsets this member may commit (redundant: primaries only)
+    committable: frozenset[TopicPartition]
+    rebalancing: bool
+    revoking: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    committed: frozenset[TopicPartition] = frozenset()
+    lost: frozenset[TopicPartition] = frozenset()  # fenced: ownership gone, not retried
+    failed: frozenset[TopicPartition] = frozenset()  # other errors: retried with the next batch
+    skipped: frozenset[TopicPartition] = frozenset()  # not ours (any more) or not primary
+    error: str | None = None
+
+
+@dataclass
+class Counters:
+    commits: int = 0
+    commit_failures: int = 0
+    fenced_commits: int = 0
+    partitions_lost: int = 0
+    rebalances: int = 0
+    drain_timeouts: int = 0
+
+
+def _kp(tp: TopicPartition) -> KpTP:
+    return KpTP(tp.topic, tp.partition)
+
+
+def _ours(tp) -> TopicPartition:
+    return TopicPartition(tp.topic, tp.partition)
+
+
+class _Listener(AsyncConsumerRebalanceListener):
+    """Runs on kafka-python's IO thread; awaits (never blocks) while batches drain."""
+
+    def __init__(self, owner: GroupMembership):
+        self.owner = owner
+
+    async def on_partitions_revoked(self, revoked):
+        await self.owner._revoke({_ours(tp) for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned):
+        self.owner._assigned({_ours(tp) for tp in assigned})
+
+    async def on_partitions_lost(self, lost):
+        self.owner._lost({_ours(tp) for tp in lost}, "membership lost (session expired or fenced)")
+
+
+class GroupMembership:
+    """One member of one group, for the lifetime of a streaming query run."""
+
+    def __init__(self, config: MembershipConfig, drain_timeout_s: float = 60.0):
+        if not config.assignors:
+            raise MembershipError("at least one assignor is required")
+        self.config = config
+        self.drain_timeout_s = drain_timeout_s
+        self.counters = Counters()
+        self._assignors = {a.name: a for a in config.assignors}
+        self._protocol = rebalance_protocol_of(list(config.assignors))
+        self._cond = threading.Condition()
+        self._owned: dict[TopicPartition, int] = {}
+        self._serial = itertools.count(1)
+        self._revoking: set[TopicPartition] = set()
+        self._inflight: frozenset[TopicPartition] = frozenset()
+        self._generation = -1
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: KafkaConsumer | None = None
+        self._error: BaseException | None = None
+        self._bridges: list[BridgedAssignor] = []
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        cfg = self.config
+        self._bridges = [BridgedAssignor(a, self._owned_for_metadata, cfg.client_rack) for a in cfg.assignors]
+        kwargs = dict(cfg.client_config)
+        session = int(kwargs.get("session_timeout_ms", 45_000))
+        # Java's rule of thumb: heartbeat at most a third of the session timeout
+        kwargs.setdefault("heartbeat_interval_ms", max(100, min(3_000, session // 3)))
+        kwargs.update(
+            group_id=cfg.group_id,
+            group_instance_id=cfg.group_instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=self._bridges,
+        )
+        if cfg.client_rack:
+            kwargs.setdefault("client_rack", cfg.client_rack)
+        try:
+            consumer = KafkaConsumer(**kwargs)
+        except kerr.KafkaError as exc:
+            raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
+        coord = consumer._coordinator
+
+        def _perform(leader_id, protocol_name, members):
+            encoded, topics = perform_assignment(self._assignors, coord._cluster, protocol_name, members)
+            if cfg.leader_sync_delay_ms and len(members) > 1:
+                time.sleep(cfg.leader_sync_delay_ms / 1000.0)
+            # what kafka-python's own leader path does, so its metadata watch keeps working
+            coord._subscription.group_subscribe(topics)
+            coord._cluster.set_topics(coord._subscription.group_subscription())
+            coord._cluster.request_update()
+            coord._is_leader = True
+            coord._assignment_snapshot = coord._metadata_snapshot
+            return encoded
+
+        coord._perform_assignment = _perform
+        listener = _Listener(self)
+        if cfg.pattern:
+            consumer.subscribe(pattern=cfg.pattern, listener=listener)
+        else:
+            consumer.subscribe(topics=list(cfg.topics), listener=listener)
+        self._consumer = consumer
+        self._thread = threading.Thread(target=self._run, name=f"groupkafka-member-{cfg.group_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        while not self._closed.is_set():
+            try:
+                consumer.poll(timeout_ms=self.config.poll_interval_ms, max_records=1)
+                gen = consumer._coordinator._generation
+                with self._cond:
+                    self._generation = gen.generation_id if gen is not None else -1
+                    if consumer.assignment():
+                        paused = consumer.paused()
+                        todo = [tp for tp in consumer.assignment() if tp not in paused]
+                        if todo:
+                            consumer.pause(*todo)
+            except Exception as exc:  # noqa: BLE001 - kept for the planner to raise
+                if self._closed.is_set():
+                    break
+                log.warning("group %s: membership loop error: %s", self.config.group_id, exc)
+                if isinstance(exc, (kerr.GroupAuthorizationFailedError, kerr.InconsistentGroupProtocolError,
+                                    kerr.FencedInstanceIdError, kerr.InvalidSessionTimeoutError)):
+                    with self._cond:
+                        self._error = exc
+                        self._cond.notify_all()
+                    return
+                time.sleep(0.2)
+
+    def close(self, leave: bool = True) -> None:
+        """Leave the group (dynamic members; static ones keep their assignment) and stop."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._consumer is not None:
+            try:
+                if not leave or self.config.group_instance_id:
+                    # kafka-python sends LeaveGroup only for dynamic members
+                    self._consumer.close(autocommit=False)
+                else:
+                    self._consumer.close(autocommit=False)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("group %s: error while leaving: %s", self.config.group_id, exc)
+        log.info("group %s: left the group", self.config.group_id)
+
+    # ---- state for the planner -------------------------------------------------------
+    def raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise MembershipError(f"group {self.config.group_id!r}: {self._error}") from self._error
+
+    def snapshot(self) -> Snapshot:
+        self.raise_if_failed()
+        consumer = self._consumer
+        gen = consumer._coordinator._generation if consumer else None
+        with self._cond:
+            owned = dict(self._owned)
+            revoking = frozenset(self._revoking)
+        committable = frozenset(owned)
+        protocol = gen.protocol if gen is not None else None
+        bridge = next((b for b in self._bridges if b.name == protocol), None)
+        if bridge is not None and bridge.last_assignment is not None and isinstance(bridge.assignor, RedundantAssignor):
+            committable = primary_partitions(bridge.last_assignment) & committable
+        rebalancing = bool(consumer and consumer._coordinator.rebalance_in_progress()) or bool(revoking)
+        return Snapshot(
+            generation=gen.generation_id if gen is not None else -1,
+            member_id=gen.member_id if gen is not None else "",
+            protocol=protocol,
+            owned=owned,
+            committable=committable,
+            rebalancing=rebalancing,
+            revoking=revoking,
+        )
+
+    def wait_for_assignment(self, timeout_s: float) -> bool:
+        """Block until the first rebalance completed (or timeout); True when joined."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.raise_if_failed()
+            c = self._consumer
+            if c is not None and c._coordinator.state is MemberState.STABLE and not c._coordinator.rebalance_in_progress():
+                return True
+            time.sleep(0.05)
+        return False
+
+    # ---- the drain hand-shake ---------------------------------------------------------
+    def batch_planned(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._cond:
+            self._inflight = frozenset(partitions)
+
+    def batch_completed(self) -> None:
+        with self._cond:
+            self._inflight = frozenset()
+            self._cond.notify_all()
+
+    def may_plan(self) -> bool:
+        with self._cond:
+            return not self._revoking
+
+    async def _revoke(self, revoked: set[TopicPartition]) -> None:
+        """Give partitions up only after the batch reading them has completed and committed."""
+        if not revoked:
+            return
+        with self._cond:
+            self._revoking |= revoked
+        deadline = time.monotonic() + self.drain_timeout_s
+        net = self._consumer._coordinator._net if self._consumer else None
+        while True:
+            with self._cond:
+                busy = self._inflight & revoked
+            if not busy or self._closed.is_set():
+                break
+            if time.monotonic() > deadline:
+                self.counters.drain_timeouts += 1
+                log.warning(
+                    "group %s: in-flight batch did not complete within %.0fs; giving up %d partitions "
+                    "uncommitted: the next owner re-reads from the last commit (at-least-once)",
+                    self.config.group_id, self.drain_timeout_s, len(busy),
+                )
+                break
+            if net is not None:
+                await net.sleep(0.05)
+            else:  # pragma: no cover
+                time.sleep(0.05)
+        with self._cond:
+            for tp in revoked:
+                self._owned.pop(tp, None)
+            self._revoking -= revoked
+            self.counters.rebalances += 1
+        log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
+
+    def _assigned(self, added: set[TopicPartition]) -> None:
+        with self._cond:
+            for tp in added:
+                if tp not in self._owned:
+                    self._owned[tp] = next(self._serial)
+        if self._consumer is not None and added:
+            try:
+                self._consumer.pause(*[_kp(tp) for tp in added])
+            except Exception:  # noqa: BLE001 - the loop pauses anything left
+                pass
+        log.info("group %s: assigned %s", self.config.group_id, sorted(map(str, added)))
+
+    def _lost(self, lost: set[TopicPartition], why: str) -> None:
+        with self._cond:
+            gone = [tp for tp in lost if self._owned.pop(tp, None) is not None]
+            self._revoking -= lost
+            self.counters.partitions_lost += len(gone)
+        if gone:
+            log.warning("group %s: lost %d partitions (%s): %s", self.config.group_id, len(gone), why,
+                        sorted(map(str, gone)))
+
+    def _owned_for_metadata(self) -> tuple[frozenset[TopicPartition], int]:
+        with self._cond:
+            owned = frozenset(self._owned)
+        consumer = self._consumer
+        gen = consumer._coordinator._generation.generation_id if consumer is not None else -1
+        if self._protocol is RebalanceProtocol.EAGER:
+            return frozenset(), gen
+        return owned, gen
+
+    # ---- offsets -----------------------------------------------------------------------
+    def commit(self, offsets: Mapping[TopicPartition, int], serials: Mapping[TopicPartition, int] | None = None) -> CommitResult:
+        """Commit with our member id and generation; only partitions we still own.
+
+        ``serials`` (partition -> acquisition serial when the range was planned) keeps us
+        from committing a position planned under an earlier ownership.
+        """
+        snap = self.snapshot()
+        mine, skipped = {}, set()
+        for tp, off in offsets.items():
+            serial_ok = serials is None or snap.owned.get(tp) == serials.get(tp)
+            if tp in snap.committable and serial_ok:
+                mine[tp] = off
+            else:
+                skipped.add(tp)
+        if not mine:
+            return CommitResult(skipped=frozenset(skipped))
+        payload = {_kp(tp): OffsetAndMetadata(off, "", -1) for tp, off in mine.items()}
+        try:
+            self._consumer.commit(payload)
+        except kerr.CommitFailedError as exc:
+            cause = exc.args[0] if exc.args else None
+            if isinstance(cause, _FENCES) or "Generation" in type(cause).__name__ or "UnknownMember" in type(cause).__name__:
+                return self._fenced(mine, skipped, exc)
+            self.counters.commit_failures += 1
+            log.warning("group %s: commit failed, will retry with the next batch: %s", self.config.group_id, exc)
+            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
+        except _FENCES as exc:
+            return self._fenced(mine, skipped, exc)
+        except kerr.KafkaError as exc:
+            self.counters.commit_failures += 1
+            log.warning("group %s: commit failed, will retry with the next batch: %s", self.config.group_id, exc)
+            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
+        self.counters.commits += 1
+        log.info("group %s: committed %s", self.config.group_id,
+                 ", ".join(f"{tp}@{off}" for tp, off in sorted(mine.items())))
+        return CommitResult(committed=frozenset(mine), skipped=frozenset(skipped))
+
+    def _fenced(self, mine, skipped, exc) -> CommitResult:
+        self.counters.fenced_commits += 1
+        self._lost(set(mine), f"commit fenced: {type(exc).__name__}")
+        log.warning("group %s: commit fenced (%s); %d partitions marked lost, not retried",
+                    self.config.group_id, exc, len(mine))
+        return CommitResult(lost=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        parts = {_kp(tp) for tp in partitions}
+        if not parts:
+            return {}
+        coord = self._consumer._coordinator
+        found = coord.fetch_committed_offsets(parts)
+        out: dict[TopicPartition, int | None] = {}
+        for tp in parts:
+            om = found.get(tp)
+            out[_ours(tp)] = om.offset if om is not None and om.offset >= 0 else None
+        return out

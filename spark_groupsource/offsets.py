@@ -1,0 +1,115 @@
+"""Stream offsets and batch planning: pure functions over plain data.
+
+A stream offset records, for every partition planned in a batch, the range
+``[from, until)`` that batch reads. ``partitions(start, end)`` then needs only
+``end``, so a batch replayed after a restart reads exactly the same records,
+including partitions acquired since the previous batch, whose start came from
+the group's committed offset and not from our previous offset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from assignment.model import TopicPartition
+from spark_groupsource.errors import GroupKafkaError
+
+FORMAT_VERSION = 1
+_EXAMPLE = '{"v":1,"ranges":{"topicA":{"0":[10,25],"1":[7,7]}}}'
+
+
+class OffsetFormatError(GroupKafkaError, ValueError):
+    """A stored stream offset cannot be read (corrupt checkpoint or foreign format)."""
+
+
+@dataclass(frozen=True)
+class StreamOffset:
+    """Ranges per partition; ``until`` is the next offset to read after the batch."""
+
+    ranges: Mapping[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+
+    def positions(self) -> dict[TopicPartition, int]:
+        return {tp: until for tp, (_, until) in self.ranges.items()}
+
+    def to_json(self) -> str:
+        nested: dict[str, dict[str, list[int]]] = {}
+        for tp in sorted(self.ranges):
+            start, until = self.ranges[tp]
+            nested.setdefault(tp.topic, {})[str(tp.partition)] = [start, until]
+        # Fixed key order: Spark compares offsets as raw JSON strings.
+        ordered = {t: dict(sorted(ps.items(), key=lambda kv: int(kv[0]))) for t, ps in sorted(nested.items())}
+        return json.dumps({"v": FORMAT_VERSION, "ranges": ordered}, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str | dict) -> StreamOffset:
+        try:
+            data = json.loads(text) if isinstance(text, str) else text
+        except (TypeError, json.JSONDecodeError) as exc:
+            raise OffsetFormatError(f"stream offset is not JSON: expected e.g. {_EXAMPLE}, got {text!r}") from exc
+        if not isinstance(data, dict) or data.get("v") != FORMAT_VERSION or not isinstance(data.get("ranges"), dict):
+            raise OffsetFormatError(f"unknown stream offset format: expected e.g. {_EXAMPLE}, got {text!r}")
+        ranges: dict[TopicPartition, tuple[int, int]] = {}
+        try:
+            for topic, parts in data["ranges"].items():
+                for p, (start, until) in parts.items():
+                    start, until = int(start), int(until)
+                    if start < 0 or until < start:
+                        raise ValueError(f"bad range [{start}, {until}) for {topic}-{p}")
+                    ranges[TopicPartition(topic, int(p))] = (start, until)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise OffsetFormatError(f"bad stream offset: expected e.g. {_EXAMPLE}, got {text!r} ({exc})") from exc
+        return StreamOffset(ranges)
+
+
+def fair_share(lags: Mapping[TopicPartition, int], budget: int) -> dict[TopicPartition, int]:
+    """Split ``budget`` records over partitions by water-filling: small lags are served
+    in full, the rest get equal shares; leftovers go to partitions in sorted order."""
+    grant = {tp: 0 for tp in lags}
+    pending = sorted((tp for tp, lag in lags.items() if lag > 0), key=lambda tp: (lags[tp], tp))
+    remaining = max(0, budget)
+    while pending and remaining > 0:
+        share = remaining // len(pending)
+        if share == 0:
+            for tp in sorted(pending)[:remaining]:
+                grant[tp] += 1
+            break
+        still = []
+        for tp in pending:
+            need = lags[tp] - grant[tp]
+            give = min(need, share)
+            grant[tp] += give
+            remaining -= give
+            if grant[tp] < lags[tp]:
+                still.append(tp)
+        pending = still
+    return grant
+
+
+def plan_ranges(
+    positions: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    max_rows: int | None = None,
+    caps: Mapping[TopicPartition, int] | None = None,
+) -> dict[TopicPartition, tuple[int, int]]:
+    """Next batch's ranges for the partitions in ``positions`` (those owned now).
+
+    ``latest`` is each partition's end (high watermark or last stable offset);
+    ``caps`` bounds a partition (Trigger.AvailableNow's snapshot); ``max_rows``
+    is Spark's ReadMaxRows limit, shared fairly between partitions.
+    """
+    ends: dict[TopicPartition, int] = {}
+    for tp, pos in positions.items():
+        end = latest.get(tp, pos)
+        if caps is not None:
+            end = min(end, caps.get(tp, pos))
+        ends[tp] = max(pos, end)
+    if max_rows is not None:
+        grant = fair_share({tp: ends[tp] - positions[tp] for tp in positions}, max_rows)
+        ends = {tp: positions[tp] + grant[tp] for tp in positions}
+    return {tp: (positions[tp], ends[tp]) for tp in sorted(positions)}
+
+
+def has_new_data(ranges: Mapping[TopicPartition, tuple[int, int]]) -> bool:
+    return any(until > start for start, until in ranges.values())
