@@ -1,0 +1,437 @@
+"""The library API: :class:`DevBroker`, :class:`MockControl` and :class:`ExternalBroker`."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ._server import (
+    BACKENDS,
+    TOPIC_TIMEOUT_S,
+    _new_admin,
+    admin_create_topic,
+    anonymous_log,
+    read_tail,
+    validate_args,
+    wait_for_cluster,
+)
+from .errors import DevBrokerError
+
+#: Session timeouts (ms) that work and keep tests fast. Tansu's JoinGroup parks for
+#: session.timeout/2, so 6 s there. The mock ignores the rebalance timeout and holds a rebalance's
+#: join window open for up to session timeout - 1 s, so a short one keeps rebalances fast
+#: (2-member split + rebalance: 2.9 s at 3000 ms vs 6.0 s at 6000 ms).
+RECOMMENDED_SESSION_TIMEOUT_MS = {"mock": 3000, "tansu": 6000, "external": 10000}
+
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _normalize_topics(topics: Mapping[str, int] | None) -> dict[str, int]:
+    if topics is None:
+        return {}
+    if not isinstance(topics, Mapping):
+        raise DevBrokerError(
+            f"topics must be a mapping name -> partitions, got {type(topics).__name__}"
+        )
+    return dict(topics)
+
+
+class DevBroker:
+    """An embedded Kafka-protocol broker for development and tests.
+
+    ``backend`` is ``"mock"`` (librdkafka's mock cluster, with fault injection through
+    :attr:`mock`) or ``"tansu"`` (the Tansu broker, a real out-of-process Kafka-compatible server).
+    Either way the broker lives in a child process (``python -m spark_groupsource.devbroker
+    --control``) driven over its stdin/stdout; it exits when this process closes the pipe or dies.
+
+    >>> with DevBroker("mock", topics={"demo": 8}) as b:
+    ...     b.bootstrap  # "127.0.0.1:PORT"
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        brokers: int = 1,
+        topics: Mapping[str, int] | None = None,
+        *,
+        port: int | None = None,
+        initial_rebalance_delay_ms: int = 100,
+        startup_timeout: float = 60.0,
+    ):
+        topic_map = _normalize_topics(topics)
+        validate_args(backend, brokers, port, list(topic_map.items()))
+        self.backend = backend
+        self.brokers = brokers
+        self.port = port
+        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
+        self.startup_timeout = startup_timeout
+        self.recommended_session_timeout_ms = RECOMMENDED_SESSION_TIMEOUT_MS[backend]
+        self.recommended_heartbeat_interval_ms = max(100, self.recommended_session_timeout_ms // 6)
+        self._initial_topics = topic_map
+        self.topics: dict[str, int] = {}
+        self.bootstrap: str = ""
+        self.mock: MockControl | None = None
+        self._log_fd: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buf = b""
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> DevBroker:
+        with self._lock:
+            if self.alive:
+                return self
+            self._spawn()
+            self.topics = dict(self._initial_topics)
+            self.mock = MockControl(self) if self.backend == "mock" else None
+            return self
+
+    def _spawn(self) -> None:
+        self._close_log()
+        self._log_fd = anonymous_log(f"groupkafka-devbroker-{self.backend}-")
+        cmd = [
+            sys.executable,
+            "-m",
+            "spark_groupsource.devbroker",
+            "--control",
+            "--backend",
+            self.backend,
+            "--brokers",
+            str(self.brokers),
+            "--log-file",
+            "-",  # its stderr: our anonymous log file
+            "--initial-rebalance-delay-ms",
+            str(self.initial_rebalance_delay_ms),
+        ]
+        if self.port is not None:
+            cmd += ["--port", str(self.port)]
+        for name, partitions in self._initial_topics.items():
+            cmd += ["--topic", f"{name}:{partitions}"]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log_fd,
+            env=env,
+            close_fds=True,
+        )
+        self._buf = b""
+        try:
+            line = self._readline(self.startup_timeout)
+        except DevBrokerError:
+            self._kill()
+            raise
+        if not line.startswith("BOOTSTRAP="):
+            self._kill()
+            raise DevBrokerError(f"{self.backend} broker: unexpected first line {line!r}")
+        self.bootstrap = line.split("=", 1)[1]
+
+    def stop(self) -> None:
+        """Shut the broker down (idempotent). Waits for the child process to exit."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            self.mock = None
+            if proc is None:
+                self._close_log()
+                return
+            with contextlib.suppress(OSError):
+                if proc.stdin:
+                    proc.stdin.close()  # EOF: the child shuts the broker down and exits
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+            if proc.stdout:
+                proc.stdout.close()
+            self._close_log()
+
+    def _close_log(self) -> None:
+        fd, self._log_fd = self._log_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def restart(self) -> DevBroker:
+        """Stop, then start a fresh broker (new bootstrap, only the constructor's topics)."""
+        self.stop()
+        return self.start()
+
+    def ensure_running(self) -> bool:
+        """Restart the broker if its process died (e.g. a mock rd_assert abort). True if restarted."""
+        with self._lock:
+            if self.alive:
+                return False
+            self._kill()
+            self.start()
+            return True
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream:
+                    stream.close()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the hosting child process."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc is not None else None
+
+    def __enter__(self) -> DevBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.alive else "stopped"
+        return f"DevBroker({self.backend!r}, brokers={self.brokers}, {state}, bootstrap={self.bootstrap!r})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("DevBroker cannot be pickled; pass .bootstrap instead")
+
+    # -- operations ------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, *, timeout: float = TOPIC_TIMEOUT_S) -> bool:
+        """Create a topic and wait until metadata shows it. Returns False if it already existed
+        (with the same partition count; another count raises DevBrokerError)."""
+        created = self.call("create_topic", name=name, partitions=partitions, timeout=timeout)
+        self.topics[name] = partitions
+        return bool(created)
+
+    def info(self) -> dict[str, Any]:
+        return self.call("info")
+
+    @property
+    def log_path(self) -> str | None:
+        """A path to read the hosting process's log (its stderr and tansu's output) from while
+        this object holds it open. The file itself is unlinked, so nothing is left behind."""
+        return None if self._log_fd is None else f"/proc/{os.getpid()}/fd/{self._log_fd}"
+
+    def log_tail(self, max_chars: int = 4000) -> str:
+        """The end of the hosting process's log (kept until stop() or the next start())."""
+        return "" if self._log_fd is None else read_tail(self._log_fd, max_chars)
+
+    def call(self, op: str, timeout: float = 60.0, **args: Any) -> Any:
+        """Send one control request to the hosting process and return its result."""
+        with self._lock:
+            proc = self._proc
+            if proc is None:
+                raise DevBrokerError(f"{self.backend} broker is not running (call start())")
+            if proc.poll() is not None:
+                raise DevBrokerError(self._death_message())
+            rid = next(self._ids)
+            data = (json.dumps({"id": rid, "op": op, "args": args}) + "\n").encode()
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(data)
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise DevBrokerError(self._death_message()) from None
+            while True:
+                resp = json.loads(self._readline(timeout))
+                if resp.get("id") == rid:
+                    break
+            if not resp.get("ok"):
+                raise DevBrokerError(resp.get("error") or f"{op} failed")
+            return resp.get("result")
+
+    def _death_message(self) -> str:
+        proc = self._proc
+        code = proc.poll() if proc is not None else None
+        hint = ""
+        if code in (-6, 134):
+            hint = " (SIGABRT: the mock's rd_assert, e.g. group members with different first protocols)"
+        tail = [ln for ln in self.log_tail(2000).splitlines() if ln.strip()]
+        last = f"; last log line: {tail[-1].strip()}" if tail else ""
+        return f"{self.backend} broker process exited with code {code}{hint}{last}"
+
+    def _readline(self, timeout: float) -> str:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DevBrokerError(
+                    f"{self.backend} broker did not answer within {timeout:.0f}s; log: {self.log_path}"
+                )
+            ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:  # EOF: the child exited
+                proc.wait(timeout=10)
+                raise DevBrokerError(self._startup_or_death_message())
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode().strip()
+
+    def _startup_or_death_message(self) -> str:
+        if not self.bootstrap:
+            for ln in reversed(self.log_tail(4000).splitlines()):
+                if ln.startswith("devbroker: error: "):
+                    return ln[len("devbroker: error: ") :].strip()
+        return self._death_message()
+
+
+class MockControl:
+    """Fault injection for a mock :class:`DevBroker`; each call runs in the hosting process.
+
+    Broker ids run from 1 to ``brokers``; -1 means all brokers where librdkafka allows it.
+    """
+
+    def __init__(self, broker: DevBroker):
+        self._broker = broker
+
+    def _call(self, op: str, **args: Any) -> Any:
+        return self._broker.call(op, **args)
+
+    def push_request_errors(self, api_key: int, errors: list[int]) -> None:
+        """The next ``len(errors)`` requests with ``api_key`` fail with these codes, in order."""
+        self._call("push_request_errors", api_key=int(api_key), errors=[int(e) for e in errors])
+
+    def clear_request_errors(self, api_key: int) -> None:
+        self._call("clear_request_errors", api_key=int(api_key))
+
+    def broker_down(self, broker_id: int) -> None:
+        """Disconnect the broker and refuse connections (no leader change)."""
+        self._call("broker_down", broker_id=int(broker_id))
+
+    def broker_up(self, broker_id: int) -> None:
+        self._call("broker_up", broker_id=int(broker_id))
+
+    def set_rtt(self, broker_id: int, ms: int) -> None:
+        self._call("set_rtt", broker_id=int(broker_id), ms=int(ms))
+
+    def set_coordinator(self, group_id: str, broker_id: int) -> None:
+        self._call("set_coordinator", group_id=group_id, broker_id=int(broker_id))
+
+    def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
+        self._call("set_group_initial_rebalance_delay_ms", ms=int(ms))
+
+    def set_apiversion(self, api_key: int, min_version: int, max_version: int) -> None:
+        """Limit the advertised version range of an API (-1, -1 disables it)."""
+        self._call(
+            "set_apiversion",
+            api_key=int(api_key),
+            min_version=int(min_version),
+            max_version=int(max_version),
+        )
+
+    def set_partition_leader(self, topic: str, partition: int, broker_id: int) -> None:
+        self._call(
+            "set_partition_leader", topic=topic, partition=int(partition), broker_id=int(broker_id)
+        )
+
+    def set_topic_error(self, topic: str, error: int) -> None:
+        """Error returned for the topic in Metadata responses (0 clears it)."""
+        self._call("set_topic_error", topic=topic, error=int(error))
+
+    def start_request_tracking(self) -> None:
+        self._call("start_request_tracking")
+
+    def stop_request_tracking(self) -> None:
+        """Stop tracking; already tracked requests stay until :meth:`clear_requests`."""
+        self._call("stop_request_tracking")
+
+    def clear_requests(self) -> None:
+        self._call("clear_requests")
+
+    def requests(self) -> list[tuple[int, int]]:
+        """Tracked requests as ``(broker_id, api_key)``, oldest first."""
+        return [(int(b), int(k)) for b, k in self._call("requests")]
+
+
+class ExternalBroker:
+    """An already running cluster, with the same interface as :class:`DevBroker`."""
+
+    backend = "external"
+    mock = None
+
+    def __init__(self, bootstrap: str, *, session_timeout_ms: int | None = None):
+        if not bootstrap or not bootstrap.strip():
+            raise DevBrokerError("external bootstrap servers are empty")
+        self.bootstrap = bootstrap.strip()
+        self.recommended_session_timeout_ms = (
+            session_timeout_ms or RECOMMENDED_SESSION_TIMEOUT_MS["external"]
+        )
+        self.recommended_heartbeat_interval_ms = max(100, self.recommended_session_timeout_ms // 6)
+        self.topics: dict[str, int] = {}
+        self._admin: Any = None
+        self.brokers = None
+
+    def start(self) -> ExternalBroker:
+        if self._admin is None:
+            self._admin = _new_admin(self.bootstrap)
+            try:
+                wait_for_cluster(self._admin, 30.0, lambda: None)
+            except DevBrokerError as exc:
+                self._admin = None
+                raise DevBrokerError(f"external cluster {self.bootstrap}: {exc}") from None
+        return self
+
+    def stop(self) -> None:
+        self._admin = None
+
+    @property
+    def alive(self) -> bool:
+        return True
+
+    def ensure_running(self) -> bool:
+        return False
+
+    def create_topic(self, name: str, partitions: int, *, timeout: float = TOPIC_TIMEOUT_S) -> bool:
+        self.start()
+        created = admin_create_topic(self._admin, name, partitions, timeout)
+        self.topics[name] = partitions
+        return created
+
+    def __enter__(self) -> ExternalBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"ExternalBroker({self.bootstrap!r})"
+
+
+__all__ = [
+    "BACKENDS",
+    "DevBroker",
+    "ExternalBroker",
+    "MockControl",
+    "RECOMMENDED_SESSION_TIMEOUT_MS",
+]

@@ -1,0 +1,307 @@
+"""Kafka helpers for tests: produce known records, read them back, read committed offsets, wait.
+
+Every function takes a bootstrap string (``broker.bootstrap``), so it works against the embedded
+dev brokers and an external cluster alike.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+
+T = TypeVar("T")
+
+#: A quiet client: librdkafka logs only errors (connection refused etc. still show).
+_QUIET = {"log_level": 3}
+#: librdkafka properties whose names really contain "_".
+_UNDERSCORE_KEYS = frozenset({"log_level"})
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as produced (with where it landed) or as consumed."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int  # ms since the epoch (CreateTime)
+    headers: tuple[tuple[str, bytes], ...] = field(default=())
+
+    @property
+    def content(self) -> tuple[Any, ...]:
+        """What a round trip must preserve (everything but the offset)."""
+        return (self.topic, self.partition, self.key, self.value, self.timestamp, self.headers)
+
+
+Produced = Record
+Consumed = Record
+
+
+def _headers(raw: Any) -> tuple[tuple[str, bytes], ...]:
+    if not raw:
+        return ()
+    return tuple((k, v) for k, v in raw)
+
+
+def produce_keyed(
+    bootstrap: str,
+    topic: str,
+    n: int,
+    *,
+    partitions: int | None = None,
+    headers: bool = False,
+    key_prefix: str = "k",
+    start: int = 0,
+    base_timestamp_ms: int | None = None,
+    timeout: float = 30.0,
+) -> list[Produced]:
+    """Produce ``n`` keyed records and return them with the partition, offset and timestamp each
+    landed at (from delivery reports), in production order.
+
+    Record i (``start <= i < start + n``): key ``f"{key_prefix}{i}"``, value ``f"value-{i}"``,
+    timestamp ``base_timestamp_ms + i`` (CreateTime), partition ``i % partitions`` when
+    ``partitions`` is given (else the default partitioner), headers ``[("i", b"<i>"),
+    ("src", b"helpers")]`` when ``headers``.
+    """
+    base = int(time.time() * 1000) if base_timestamp_ms is None else base_timestamp_ms
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", **_QUIET})
+    reports: dict[int, Any] = {}
+    errors: list[str] = []
+
+    def on_delivery(i: int) -> Callable[[Any, Any], None]:
+        def cb(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(f"record {i}: {err}")
+            else:
+                reports[i] = msg
+
+        return cb
+
+    sent: dict[int, tuple[bytes, bytes, int, tuple[tuple[str, bytes], ...]]] = {}
+    for i in range(start, start + n):
+        key = f"{key_prefix}{i}".encode()
+        value = f"value-{i}".encode()
+        hdrs = (("i", str(i).encode()), ("src", b"helpers")) if headers else ()
+        kwargs: dict[str, Any] = {"key": key, "value": value, "timestamp": base + i}
+        if partitions is not None:
+            kwargs["partition"] = i % partitions
+        if hdrs:
+            kwargs["headers"] = list(hdrs)
+        sent[i] = (key, value, base + i, hdrs)
+        while True:
+            try:
+                producer.produce(topic, on_delivery=on_delivery(i), **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    remaining = producer.flush(timeout)
+    if remaining:
+        raise AssertionError(f"{remaining} records to {topic} not delivered within {timeout}s")
+    if errors:
+        raise AssertionError("delivery failed: " + "; ".join(errors[:5]))
+    out = []
+    for i in range(start, start + n):
+        msg = reports[i]
+        key, value, ts, hdrs = sent[i]
+        out.append(Record(topic, msg.partition(), msg.offset(), key, value, ts, hdrs))
+    return out
+
+
+def consume_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    partitions: Iterable[int] | None = None,
+    expected: int | None = None,
+    timeout: float = 30.0,
+) -> list[Consumed]:
+    """Read a topic from the beginning up to the high watermarks seen at the start (or until
+    ``expected`` records arrived), without joining a group. Sorted by (partition, offset)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "groupkafka-helpers-consume-all",  # required by librdkafka, never joined
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            **_QUIET,
+        }
+    )
+    try:
+        if partitions is None:
+            md = consumer.list_topics(topic, timeout=10)
+            tmd = md.topics.get(topic)
+            if tmd is None or tmd.error is not None:
+                raise AssertionError(f"topic {topic} not found: {tmd and tmd.error}")
+            partitions = sorted(tmd.partitions)
+        parts = list(partitions)
+        end: dict[int, int] = {}
+        for p in parts:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            end[p] = high
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        records: list[Consumed] = []
+        position = dict.fromkeys(parts, -1)
+
+        def done() -> bool:
+            if expected is not None:
+                return len(records) >= expected
+            return all(position[p] + 1 >= end[p] for p in parts)
+
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"consume_all({topic}): got {len(records)} records, "
+                    f"positions {position}, wanted ends {end} / expected={expected}"
+                )
+            for msg in consumer.consume(500, timeout=0.2):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(msg.error())
+                _ts_type, ts = msg.timestamp()
+                records.append(
+                    Record(
+                        msg.topic(),
+                        msg.partition(),
+                        msg.offset(),
+                        msg.key(),
+                        msg.value(),
+                        ts,
+                        _headers(msg.headers()),
+                    )
+                )
+                position[msg.partition()] = max(position[msg.partition()], msg.offset())
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
+
+
+def committed_offsets(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    partitions: int | Iterable[int],
+    *,
+    timeout: float = 10.0,
+) -> dict[int, int | None]:
+    """The group's committed offsets for ``topic`` (None where nothing is committed).
+
+    Uses ``Consumer.committed`` (OffsetFetch) from a consumer that never joins the group, so it
+    does not disturb the group and works on the mock (which lacks the group admin APIs).
+    ``partitions`` is a count (0..n-1) or the partition numbers.
+    """
+    parts = list(range(partitions)) if isinstance(partitions, int) else list(partitions)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **_QUIET}
+    )
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in parts], timeout=timeout)
+    finally:
+        consumer.close()
+    out: dict[int, int | None] = {}
+    for tp in tps:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        out[tp.partition] = None if tp.offset in (OFFSET_INVALID, -1) else tp.offset
+    return out
+
+
+def wait_until(
+    predicate: Callable[[], T],
+    timeout: float = 10.0,
+    interval: float = 0.1,
+    message: str = "condition",
+) -> T:
+    """Call ``predicate`` until it returns a truthy value (returned) or ``timeout`` passes
+    (AssertionError naming ``message`` and the last value or exception)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except AssertionError as exc:
+            last = exc
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {message} (last: {last!r})"
+            )
+        time.sleep(interval)
+
+
+def consumer_conf(
+    broker: Any, group: str, conf: Mapping[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """confluent-kafka consumer config for ``broker`` (a DevBroker/ExternalBroker or a bootstrap
+    string) with the broker's recommended session timeout, manual commits, earliest reset and the
+    ``range`` assignor (the mock aborts when members' first protocols differ: keep them equal).
+
+    Extra settings: ``conf={"key.name": value}`` or keywords with ``_`` for ``.``
+    (``enable_auto_commit=True``).
+    """
+    if isinstance(broker, str):
+        bootstrap, session_ms, heartbeat_ms = broker, 10000, 1500
+    else:
+        bootstrap, session_ms = broker.bootstrap, broker.recommended_session_timeout_ms
+        heartbeat_ms = getattr(broker, "recommended_heartbeat_interval_ms", session_ms // 6)
+    out: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": heartbeat_ms,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "partition.assignment.strategy": "range",
+        **_QUIET,
+    }
+    if conf:
+        out.update(conf)
+    out.update({(k if k in _UNDERSCORE_KEYS else k.replace("_", ".")): v for k, v in extra.items()})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# processes (Linux /proc; no psutil)
+# ----------------------------------------------------------------------------------------------
+def children_of(pid: int) -> set[int]:
+    """Live (non-zombie) child pids of ``pid``, from /proc."""
+    out = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == pid and state != "Z":
+            out.add(int(entry))
+    return out
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
