@@ -26,6 +26,7 @@ lint:
 
 bench:
 	$(PY) bench/assignors.py
+	$(PY) bench/throughput.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -27,7 +27,11 @@ from kafka.structs import TopicPartition as KpTP
 from assignment.base import Assignor
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
-from spark_groupsource.assignor_bridge import BridgedAssignor, perform_assignment, rebalance_protocol_of
+from spark_groupsource.assignor_bridge import (
+    BridgedAssignor,
+    perform_assignment,
+    rebalance_protocol_of,
+)
 from spark_groupsource.errors import MembershipError
 
 log = logging.getLogger("spark_groupsource.membership")

@@ -36,7 +36,11 @@ from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ran
 log = logging.getLogger("spark_groupsource.stream")
 
 try:  # Spark >= 4.2: admission control for Python streaming readers
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 except ImportError:  # pragma: no cover - pyproject requires >= 4.2.1
     ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
@@ -154,6 +158,18 @@ class _Driver:
             return low
         if isinstance(start, opt.LatestOffsets):
             return high
+        if isinstance(start, opt.TimestampOffsets):
+            found = self._by_time.get(tp)
+            if found is not None:
+                return found
+            if start.strategy == "latest" or start.timestamp_for(tp.topic, tp.partition) is None:
+                return high
+            raise OptionError(
+                "startingOffsetsByTimestamp" if start.timestamps else "startingTimestamp",
+                f"no record in {tp} has a timestamp at or after "
+                f"{start.timestamp_for(tp.topic, tp.partition)}; use "
+                "startingOffsetsByTimestampStrategy=latest to start at the end instead",
+            )
         if isinstance(start, opt.SpecificOffsets):
             value = start.get(tp.topic, tp.partition)
             if value is opt.Position.EARLIEST:
@@ -174,6 +190,10 @@ class _Driver:
         committed = self.membership.committed(fresh)
         marks = self.reader.watermarks(fresh)
         use_starting = self.fresh_query and not self.started_positions
+        self._by_time: dict[TopicPartition, int | None] = {}
+        if use_starting and isinstance(self.opts.starting, opt.TimestampOffsets):
+            stamps = {tp: self.opts.starting.timestamp_for(tp.topic, tp.partition) for tp in fresh}
+            self._by_time = self.reader.for_timestamps({tp: ts for tp, ts in stamps.items() if ts is not None})
         for tp in sorted(fresh):
             low, high = marks[tp]
             got = committed.get(tp)
@@ -284,7 +304,11 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             for tp, (s, u) in sorted(StreamOffset.from_json(_as_json(end)).ranges.items())
             if u > s
         ]
-        tasks = split_ranges(ranges, max_records_per_partition=self.opts.max_records_per_partition)
+        tasks = split_ranges(
+            ranges,
+            min_partitions=self.opts.min_partitions,
+            max_records_per_partition=self.opts.max_records_per_partition,
+        )
         return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
 
     def commit(self, end) -> None:
