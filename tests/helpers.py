@@ -79,7 +79,11 @@ def produce_keyed(
     ("src", b"helpers")]`` when ``headers``.
     """
     base = int(time.time() * 1000) if base_timestamp_ms is None else base_timestamp_ms
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", **_QUIET})
+    # One record per produce batch: Tansu answers ListOffsets(latest) with the last batch's
+    # base offset + 1, which is the true end only when that batch holds one record.
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "batch.num.messages": 1, **_QUIET}
+    )
     reports: dict[int, Any] = {}
     errors: list[str] = []
 

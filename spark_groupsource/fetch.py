@@ -1,0 +1,438 @@
+"""Executor side: read offset ranges with confluent-kafka and yield Arrow record batches.
+
+One confluent-kafka ``Consumer`` per task (:func:`read_partition`) reads the task's ranges one
+after the other. It assigns each partition at the range start, never subscribes and never
+commits; it is a plain fetcher whose ``group.id`` only satisfies librdkafka.
+
+How a range ends (offsets may have gaps: compaction, transaction markers):
+
+* a record at or beyond ``until`` arrives (it is dropped), or the last offset ``until - 1``;
+* librdkafka reports the partition end (``enable.partition.eof``) at an offset >= ``until``;
+* the partition end is below ``until``: confirmed with a watermark query, that is
+  truncation, reported as data loss (Spark does the same);
+* nothing arrives for a while: the watermarks decide between "gone" (data loss) and "slow"
+  (keep waiting up to ``poll_timeout_ms``, then :class:`BrokerError`).
+
+Data loss (records the range needs are below the log start offset, or the range lies beyond
+the partition end) goes through one policy, :func:`report_data_loss`: raise
+:class:`DataLossError`, or log a warning, count the lost offsets and go on from the first
+available offset. Gaps between offsets that do exist are not loss.
+
+Rows follow Spark's Kafka source (see :mod:`spark_groupsource.schema`): ``timestampType`` is the
+Java ``TimestampType`` id (librdkafka's type minus one) and a record without timestamp shows
+-1 ms with type -1; ``headers`` is null for a record without headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from operator import methodcaller
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from spark_groupsource.errors import BrokerError, DataLossError
+from spark_groupsource.ranges import OffsetRange
+from spark_groupsource.schema import arrow_schema
+
+__all__ = ["FetchStats", "fetch_range", "read_partition", "report_data_loss", "to_record_batch"]
+
+log = logging.getLogger("spark_groupsource.fetch")
+
+#: Longest single ``consume()`` wait. librdkafka's batch consume waits for the full count or
+#: the timeout even after a partition-end event, so a range whose end holds no record (gaps,
+#: markers) costs at most this much once.
+_CONSUME_SLICE_S = 0.1
+#: Time without progress after which the watermarks are asked whether anything is coming.
+_STUCK_CHECK_S = 1.0
+_WATERMARK_TIMEOUT_S = 10.0
+_MAX_RESETS = 5
+
+_ts_type = pa.timestamp("us", tz="UTC")
+_ts_ms_type = pa.timestamp("ms", tz="UTC")
+_get_offset = methodcaller("offset")
+_GONE_ERRORS = frozenset(
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+    }
+)
+
+
+@dataclass
+class FetchStats:
+    """What a task read. ``gaps``: offsets inside the ranges that held no record and were not
+    lost (compaction, transaction markers); ``lost_records``: offsets skipped as data loss."""
+
+    records: int = 0
+    batches: int = 0
+    lost_records: int = 0
+    gaps: int = 0
+
+
+def report_data_loss(
+    rng: OffsetRange,
+    expected: int,
+    available: int | None,
+    lost_until: int,
+    detail: str,
+    *,
+    fail_on_data_loss: bool,
+    stats: FetchStats | None,
+) -> None:
+    """The single data-loss policy: raise, or warn and count ``[expected, lost_until)``."""
+    if fail_on_data_loss:
+        raise DataLossError(rng.topic, rng.partition, expected, available, detail)
+    lost = max(0, lost_until - expected)
+    log.warning(
+        "data loss in %s-%d: offsets [%d, %d) of range [%d, %d) cannot be read (%s); "
+        "skipping %d offsets because failOnDataLoss=false",
+        rng.topic,
+        rng.partition,
+        expected,
+        lost_until,
+        rng.start,
+        rng.until,
+        detail,
+        lost,
+    )
+    if stats is not None:
+        stats.lost_records += lost
+
+
+def fetch_range(
+    config: dict[str, Any],
+    rng: OffsetRange,
+    *,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    max_records_per_batch: int,
+    poll_timeout_ms: int,
+    stats: FetchStats | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Yield the records of one range as batches of at most ``max_records_per_batch`` rows."""
+    yield from read_partition(
+        config,
+        (rng,),
+        include_headers=include_headers,
+        fail_on_data_loss=fail_on_data_loss,
+        max_records_per_batch=max_records_per_batch,
+        poll_timeout_ms=poll_timeout_ms,
+        stats=stats,
+    )
+
+
+def read_partition(
+    config: dict[str, Any],
+    ranges: Iterable[OffsetRange],
+    *,
+    include_headers: bool,
+    fail_on_data_loss: bool,
+    max_records_per_batch: int,
+    poll_timeout_ms: int,
+    stats: FetchStats | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Read ``ranges`` in order with one consumer (created here, closed when done).
+
+    ``config`` is :func:`spark_groupsource.options.fetcher_config` output; it may carry
+    secrets and is never logged.
+    """
+    if max_records_per_batch < 1:
+        raise ValueError(f"max_records_per_batch must be positive, got {max_records_per_batch}")
+    ranges = [r for r in ranges if r.size > 0]
+    if not ranges:
+        return
+    stats = stats if stats is not None else FetchStats()
+    consumer = Consumer(config)
+    try:
+        for rng in ranges:
+            reader = _RangeReader(
+                consumer,
+                rng,
+                include_headers=include_headers,
+                fail_on_data_loss=fail_on_data_loss,
+                max_records_per_batch=max_records_per_batch,
+                poll_timeout_s=poll_timeout_ms / 1000.0,
+                stats=stats,
+            )
+            yield from reader.run()
+    finally:
+        consumer.close()
+
+
+class _RangeReader:
+    """Reads one range with a consumer it borrows; all per-range state lives here."""
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        rng: OffsetRange,
+        *,
+        include_headers: bool,
+        fail_on_data_loss: bool,
+        max_records_per_batch: int,
+        poll_timeout_s: float,
+        stats: FetchStats,
+    ):
+        self.consumer = consumer
+        self.rng = rng
+        self.include_headers = include_headers
+        self.fail_on_data_loss = fail_on_data_loss
+        self.max_batch = max_records_per_batch
+        self.poll_timeout_s = poll_timeout_s
+        self.stats = stats
+        self.schema = arrow_schema(include_headers)
+        self.next = rng.start  # next offset this range still needs
+        self.records = 0
+        self.lost = 0
+        self.done = False
+        self.resets = 0
+        self.check_first_gap = True
+
+    # -- main loop ------------------------------------------------------------------------------
+    def run(self) -> Iterator[pa.RecordBatch]:
+        rng, consumer = self.rng, self.consumer
+        self._assign(self.next)
+        pending: list[Any] = []
+        last_progress = time.monotonic()
+        last_check = last_progress
+        while not self.done and self.next < rng.until:
+            want = min(self.max_batch - len(pending), rng.until - self.next)
+            msgs = consumer.consume(num_messages=want, timeout=_CONSUME_SLICE_S)
+            now = time.monotonic()
+            if msgs:
+                if any(m.error() is not None for m in msgs):
+                    errors = [m for m in msgs if m.error() is not None]
+                    msgs = [m for m in msgs if m.error() is None]
+                else:
+                    errors = ()
+                progressed = False
+                if msgs:
+                    accepted = self._accept(msgs)
+                    pending.extend(accepted)
+                    progressed = bool(accepted) or self.done
+                for err in errors:
+                    if self.done:
+                        break
+                    progressed = self._on_error(err) or progressed
+                if progressed:
+                    last_progress = last_check = now
+                if len(pending) >= self.max_batch:
+                    yield self._flush(pending)
+                    pending = []
+            if self.done or self.next >= rng.until:
+                break
+            if now - last_progress >= self.poll_timeout_s:
+                self._on_timeout()
+            elif now - last_check >= _STUCK_CHECK_S:
+                last_check = now
+                self._on_quiet()
+        if pending:
+            yield self._flush(pending)
+        self.stats.records += self.records
+        self.stats.gaps += max(0, rng.size - self.records - self.lost)
+
+    def _assign(self, offset: int) -> None:
+        self.next = offset
+        self.check_first_gap = True
+        self.consumer.assign([TopicPartition(self.rng.topic, self.rng.partition, offset)])
+
+    def _accept(self, msgs: list[Any]) -> list[Any]:
+        """Keep the records below ``until``; advance ``next``; check a gap after (re)positioning."""
+        rng = self.rng
+        first = msgs[0]
+        if first.topic() != rng.topic or first.partition() != rng.partition:
+            # Leftovers of an earlier assignment; librdkafka normally drops them itself.
+            msgs = [m for m in msgs if m.topic() == rng.topic and m.partition() == rng.partition]
+            if not msgs:
+                return []
+        if msgs[-1].offset() >= rng.until:
+            msgs = msgs[: bisect_left(msgs, rng.until, key=_get_offset)]
+            self.done = True
+            if not msgs:
+                return []
+        first_offset = msgs[0].offset()
+        if self.check_first_gap:
+            self.check_first_gap = False
+            if first_offset > self.next:
+                self._check_start_gap(first_offset)
+        self.next = max(self.next, msgs[-1].offset() + 1)
+        self.records += len(msgs)
+        return msgs
+
+    def _flush(self, msgs: list[Any]) -> pa.RecordBatch:
+        self.stats.batches += 1
+        return to_record_batch(msgs, self.rng.topic, self.rng.partition, self.schema)
+
+    # -- end of partition, errors, silence ------------------------------------------------------
+    def _on_error(self, msg: Any) -> bool:
+        """Handle an error event; True if it moved the range forward (end, reposition)."""
+        err: KafkaError = msg.error()
+        code = err.code()
+        rng = self.rng
+        mine = msg.topic() == rng.topic and msg.partition() == rng.partition
+        if code == KafkaError._PARTITION_EOF:
+            if not mine:
+                return False
+            end = msg.offset()
+            if end >= rng.until:
+                self.done = True
+            else:
+                # Everything below the end was delivered: offsets in [next, end) are gaps.
+                self.next = max(self.next, end)
+                self._ends_before()
+            return True
+        if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+            if mine or msg.topic() is None:
+                self._on_out_of_range()
+                return True
+            return False
+        if code in _GONE_ERRORS and (mine or msg.topic() == rng.topic):
+            self._lose_until(
+                rng.until, None, f"{err.name()}: the topic or partition no longer exists"
+            )
+            return True
+        if err.fatal():
+            raise BrokerError(f"fatal Kafka client error while reading {rng}: {err.str()}")
+        # Transient (connection, leader change): librdkafka retries; silence is bounded by
+        # poll_timeout_ms.
+        log.debug("reading %s: %s", rng, err.str())
+        return False
+
+    def _ends_before(self, wm: tuple[int, int] | None = None) -> None:
+        """The partition seems to end before ``until``: loss if the broker confirms it."""
+        wm = wm or self._watermarks()
+        if wm is None or wm[1] >= self.rng.until:
+            return  # more is (or may be) coming: keep polling
+        low, high = wm
+        if low > self.next:
+            self._on_out_of_range(wm)
+            return
+        if high > self.next:
+            return  # records between next and the end are still to come
+        self._lose_until(
+            self.rng.until,
+            None,
+            f"the partition ends at offset {high}, before the range end: truncated, or the "
+            "topic was deleted and recreated",
+        )
+
+    def _on_out_of_range(self, wm: tuple[int, int] | None = None) -> None:
+        wm = wm or self._watermarks()
+        if wm is None:
+            raise BrokerError(
+                f"offset {self.next} of {self.rng.topic}-{self.rng.partition} is out of range and "
+                "the partition's watermarks cannot be read"
+            )
+        low, high = wm
+        if self.next < low:
+            self._lose_until(low, low, "below the log start offset (retention or deleted records)")
+            if not self.done:
+                self._reassign(low)
+        elif self.next > high:
+            self._lose_until(
+                self.rng.until,
+                None,
+                f"the partition ends at offset {high}: truncated, or the topic was deleted and "
+                "recreated",
+            )
+        else:
+            self._reassign(self.next)  # in range again (e.g. after a leader change)
+
+    def _on_quiet(self) -> None:
+        """Nothing arrived for a while: is there anything left to read?"""
+        wm = self._watermarks()
+        if wm is None:
+            return
+        if self.next < wm[0]:
+            self._on_out_of_range(wm)
+        elif wm[1] <= self.next:
+            # No record and no end-of-partition event although the broker has nothing at
+            # next: a broker that answers out-of-range fetches with empty data.
+            self._ends_before(wm)
+
+    def _on_timeout(self) -> None:
+        wm = self._watermarks()
+        where = f"partition watermarks {wm}" if wm else "watermarks unavailable"
+        raise BrokerError(
+            f"no record of {self.rng} at offset {self.next} arrived within "
+            f"kafkaConsumer.pollTimeoutMs={int(self.poll_timeout_s * 1000)} ({where})"
+        )
+
+    def _check_start_gap(self, first_offset: int) -> None:
+        """The first record after (re)positioning is beyond ``next``: compaction, or loss?"""
+        wm = self._watermarks()
+        if wm is not None and wm[0] > self.next:
+            low = min(wm[0], first_offset)
+            report_data_loss(
+                self.rng,
+                self.next,
+                low,
+                low,
+                "below the log start offset (retention or deleted records)",
+                fail_on_data_loss=self.fail_on_data_loss,
+                stats=self.stats,
+            )
+            self.lost += low - self.next
+
+    def _lose_until(self, lost_until: int, available: int | None, detail: str) -> None:
+        lost_until = min(lost_until, self.rng.until)
+        report_data_loss(
+            self.rng,
+            self.next,
+            available,
+            lost_until,
+            detail,
+            fail_on_data_loss=self.fail_on_data_loss,
+            stats=self.stats,
+        )
+        self.lost += lost_until - self.next
+        self.next = lost_until
+        if lost_until >= self.rng.until:
+            self.done = True
+
+    def _reassign(self, offset: int) -> None:
+        self.resets += 1
+        if self.resets > _MAX_RESETS:
+            raise BrokerError(
+                f"reading {self.rng}: offset {offset} keeps falling out of range "
+                f"({_MAX_RESETS} repositionings)"
+            )
+        self._assign(offset)
+
+    def _watermarks(self) -> tuple[int, int] | None:
+        try:
+            return self.consumer.get_watermark_offsets(
+                TopicPartition(self.rng.topic, self.rng.partition),
+                timeout=min(_WATERMARK_TIMEOUT_S, self.poll_timeout_s),
+                cached=False,
+            )
+        except KafkaException as exc:
+            log.debug("watermark query for %s failed: %s", self.rng, exc)
+            return None
+
+
+def to_record_batch(msgs: list[Any], topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+    """Build one batch of ``schema`` from confluent-kafka messages of one partition."""
+    n = len(msgs)
+    kinds, stamps = zip(*[m.timestamp() for m in msgs], strict=True)
+    columns = [
+        pa.array([m.key() for m in msgs], pa.binary()),
+        pa.array([m.value() for m in msgs], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array([m.offset() for m in msgs], pa.int64()),
+        pa.array(stamps, _ts_ms_type).cast(_ts_type),
+        # librdkafka: 0 not available, 1 CreateTime, 2 LogAppendTime; Java's ids are one less.
+        pc.subtract(pa.array(kinds, pa.int32()), pa.scalar(1, pa.int32())),
+    ]
+    if len(schema) > 7:
+        columns.append(pa.array([m.headers() for m in msgs], schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,129 @@
+"""Offset ranges, the input partitions that carry them, and the pure splitter that plans tasks.
+
+An :class:`OffsetRange` is ``[start, until)`` of one topic-partition. The planner turns the
+ranges of a micro-batch (or a batch query) into Spark tasks with :func:`split_ranges`, the
+counterpart of Spark's ``KafkaOffsetRangeCalculator``, and wraps each task in a
+:class:`RangeInputPartition`, which is pickled to the executor that runs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import InputPartition
+
+__all__ = ["OffsetRange", "RangeInputPartition", "split_ranges"]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Offsets ``start`` (inclusive) to ``until`` (exclusive) of one topic-partition."""
+
+    topic: str
+    partition: int
+    start: int
+    until: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.until < self.start:
+            raise ValueError(
+                f"invalid offset range {self.topic}-{self.partition} [{self.start}, {self.until})"
+            )
+
+    @property
+    def size(self) -> int:
+        """Number of offsets in the range (records, if the partition has no gaps)."""
+        return self.until - self.start
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}[{self.start},{self.until})"
+
+
+@dataclass(frozen=True)
+class RangeInputPartition(InputPartition):
+    """One Spark task: the ranges it reads, in order, with one consumer.
+
+    ``index`` is the task's position in the plan; it keeps ``repr`` and logs readable and lets
+    the planner prefer a stable task for a topic-partition. Only plain values: it is pickled
+    once per task.
+    """
+
+    index: int
+    ranges: tuple[OffsetRange, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(r.size for r in self.ranges)
+
+
+def split_ranges(
+    ranges: Iterable[OffsetRange],
+    min_partitions: int | None = None,
+    max_records_per_partition: int | None = None,
+) -> list[list[OffsetRange]]:
+    """Plan tasks for ``ranges``: a list of tasks, each the list of ranges one task reads.
+
+    Follows Spark's ``KafkaOffsetRangeCalculator``:
+
+    * empty ranges are dropped; with neither limit set each range is one task;
+    * ``max_records_per_partition``: a range larger than it is cut into
+      ``ceil(size / max)`` contiguous, near-equal sub-ranges;
+    * ``min_partitions``: if there are still fewer tasks than that, large ranges are cut in
+      proportion to their share of the total size (a range whose share rounds to one task
+      stays whole, and does not count in the share of the others).
+
+    Sub-ranges of one range stay in offset order and next to each other; the result depends
+    only on the arguments (no randomness, input order kept). Every task currently holds one
+    range; the list-of-lists shape lets the planner batch small ranges into one task later.
+
+    >>> split_ranges([OffsetRange("t", 0, 0, 10)], max_records_per_partition=4)
+    [[OffsetRange(topic='t', partition=0, start=0, until=3)], \
+[OffsetRange(topic='t', partition=0, start=3, until=6)], \
+[OffsetRange(topic='t', partition=0, start=6, until=10)]]
+    """
+    if min_partitions is not None and min_partitions < 1:
+        raise ValueError(f"min_partitions must be positive, got {min_partitions}")
+    if max_records_per_partition is not None and max_records_per_partition < 1:
+        raise ValueError(f"max_records_per_partition must be positive, got {max_records_per_partition}")
+
+    pieces = [r for r in ranges if r.size > 0]
+    if max_records_per_partition is not None:
+        pieces = [
+            sub
+            for r in pieces
+            for sub in _divide(r, math.ceil(r.size / max_records_per_partition))
+        ]
+    if min_partitions is not None and len(pieces) < min_partitions:
+        total = sum(r.size for r in pieces)
+        unsplit = [r for r in pieces if _part_count(r.size, total, min_partitions) == 1]
+        split_total = total - sum(r.size for r in unsplit)
+        split_min = max(min_partitions - len(unsplit), 1)
+        pieces = [
+            sub for r in pieces for sub in _divide(r, _part_count(r.size, split_total, split_min))
+        ]
+    return [[r] for r in pieces]
+
+
+def _part_count(size: int, total: int, min_parts: int) -> int:
+    """How many tasks a range of ``size`` gets out of ``min_parts`` for ``total`` records."""
+    if total <= 0:
+        return 1
+    # Scala's math.round rounds halves up; Python's round() would round them to even.
+    return max(math.floor(size / total * min_parts + 0.5), 1)
+
+
+def _divide(r: OffsetRange, parts: int) -> Sequence[OffsetRange]:
+    """Cut ``r`` into ``parts`` contiguous sub-ranges; the later ones take the remainder."""
+    parts = max(1, min(parts, r.size))
+    if parts == 1:
+        return (r,)
+    out = []
+    remaining, start = r.size, r.start
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        out.append(OffsetRange(r.topic, r.partition, start, start + this))
+        start += this
+    return out

@@ -1,0 +1,130 @@
+"""Offset ranges and the task splitter (Spark's KafkaOffsetRangeCalculator semantics)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql.datasource import InputPartition
+
+from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
+
+
+def r(p: int, start: int, until: int, topic: str = "t") -> OffsetRange:
+    return OffsetRange(topic, p, start, until)
+
+
+def flat(tasks: list[list[OffsetRange]]) -> list[OffsetRange]:
+    return [x for task in tasks for x in task]
+
+
+def test_offset_range() -> None:
+    x = r(3, 10, 25)
+    assert x.size == 15 and str(x) == "t-3[10,25)"
+    assert r(0, 5, 5).size == 0
+    with pytest.raises(ValueError):
+        r(0, 5, 4)
+    with pytest.raises(ValueError):
+        r(0, -1, 4)
+
+
+def test_input_partition_is_small_and_picklable() -> None:
+    p = RangeInputPartition(2, (r(0, 0, 10), r(1, 5, 7)))
+    assert isinstance(p, InputPartition)
+    assert p.size == 12
+    data = pickle.dumps(p)
+    assert pickle.loads(data) == p and len(data) < 300
+    assert "RangeInputPartition(index=2" in repr(p)
+
+
+def test_no_limits_one_task_per_non_empty_range() -> None:
+    ranges = [r(0, 0, 10), r(1, 5, 5), r(2, 3, 4)]
+    assert split_ranges(ranges) == [[r(0, 0, 10)], [r(2, 3, 4)]]
+    assert split_ranges([]) == []
+
+
+def test_max_records_per_partition() -> None:
+    assert flat(split_ranges([r(0, 0, 10)], max_records_per_partition=4)) == [
+        r(0, 0, 3), r(0, 3, 6), r(0, 6, 10)
+    ]
+    assert flat(split_ranges([r(0, 0, 4), r(1, 0, 2)], max_records_per_partition=4)) == [
+        r(0, 0, 4), r(1, 0, 2)
+    ]
+
+
+def test_min_partitions_splits_large_ranges_proportionally() -> None:
+    # Spark's KafkaOffsetRangeCalculatorSuite: 3 partitions of sizes 1, 2 and 10000 with
+    # minPartitions=3: the small ones stay whole, the big one takes the remaining share.
+    ranges = [r(1, 1, 2), r(2, 1, 3), r(3, 1, 10001)]
+    assert flat(split_ranges(ranges, min_partitions=3)) == ranges
+    # minPartitions=4: the big range is split in two.
+    assert flat(split_ranges(ranges, min_partitions=4)) == [
+        r(1, 1, 2), r(2, 1, 3), r(3, 1, 5001), r(3, 5001, 10001)
+    ]
+
+
+def test_min_partitions_even_split() -> None:
+    assert flat(split_ranges([r(0, 0, 100), r(1, 0, 100)], min_partitions=4)) == [
+        r(0, 0, 50), r(0, 50, 100), r(1, 0, 50), r(1, 50, 100)
+    ]
+
+
+def test_min_partitions_already_met_keeps_ranges() -> None:
+    ranges = [r(0, 0, 100), r(1, 0, 1)]
+    assert flat(split_ranges(ranges, min_partitions=2)) == ranges
+
+
+def test_both_limits() -> None:
+    out = flat(split_ranges([r(0, 0, 10), r(1, 0, 2)], min_partitions=6, max_records_per_partition=5))
+    assert all(x.size <= 5 for x in out) and len(out) >= 4
+
+
+def test_never_more_pieces_than_offsets() -> None:
+    assert flat(split_ranges([r(0, 0, 2)], min_partitions=10)) == [r(0, 0, 1), r(0, 1, 2)]
+
+
+def test_invalid_limits() -> None:
+    with pytest.raises(ValueError):
+        split_ranges([r(0, 0, 1)], min_partitions=0)
+    with pytest.raises(ValueError):
+        split_ranges([r(0, 0, 1)], max_records_per_partition=0)
+
+
+range_lists = st.lists(
+    st.tuples(st.integers(0, 1000), st.integers(0, 5000)).map(lambda t: (t[0], t[0] + t[1])),
+    max_size=12,
+).map(lambda xs: [OffsetRange(f"t{i % 3}", i, s, u) for i, (s, u) in enumerate(xs)])
+limits = st.one_of(st.none(), st.integers(1, 64))
+max_records = st.one_of(st.none(), st.integers(1, 3000))
+
+
+@given(range_lists, limits, max_records)
+def test_split_covers_exactly_contiguous_and_deterministic(
+    ranges: list[OffsetRange], min_partitions: int | None, max_recs: int | None
+) -> None:
+    tasks = split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs)
+    assert tasks == split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs)
+    assert all(task for task in tasks)
+    pieces = flat(tasks)
+    assert all(p.size > 0 for p in pieces)
+    if max_recs is not None:
+        assert all(p.size <= max_recs for p in pieces)
+    # Per input range, its pieces are adjacent, in order, contiguous, and cover it exactly.
+    i = 0
+    for rng in ranges:
+        if rng.size == 0:
+            continue
+        pos = rng.start
+        while pos < rng.until:
+            p = pieces[i]
+            assert (p.topic, p.partition, p.start) == (rng.topic, rng.partition, pos)
+            pos = p.until
+            i += 1
+        assert pos == rng.until
+    assert i == len(pieces)
+    non_empty = sum(1 for x in ranges if x.size > 0)
+    if min_partitions is not None and non_empty and max_recs is None:
+        total = sum(x.size for x in ranges)
+        assert len(pieces) >= min(non_empty, total) or len(pieces) >= min(min_partitions, non_empty)
