@@ -43,6 +43,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``kafka.session.timeout.ms``           group timeouts; left to the client when not given
 ``kafka.heartbeat.interval.ms``
 ``kafka.max.poll.interval.ms``         the rebalance timeout
+``leaderSyncDelayMs``                  int >= 0, default 0: when elected leader, wait before
+                                       SyncGroup (for brokers that reject a follower's
+                                       SyncGroup arriving after the leader's: librdkafka's mock)
 ``kafka.isolation.level``              ``read_uncommitted`` (default, as Spark's Java
                                        consumer) / ``read_committed``
 =====================================  =====================================================
@@ -287,6 +290,9 @@ class _CommonOptions:
     poll_timeout_ms: int
     fetch_offset_num_retries: int
     fetch_offset_retry_interval_ms: int
+    #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
+    #: a follower's SyncGroup that arrives after the leader's).
+    leader_sync_delay_ms: int = 0
     #: Every ``kafka.*`` option without the prefix (repr redacts secrets).
     kafka_params: KafkaParams = field(default_factory=KafkaParams)
 
@@ -355,6 +361,7 @@ _OPTION_NAMES = [
     "endingTimestamp",
     "endingOffsetsByTimestamp",
     "groupCoordinated",
+    "leaderSyncDelayMs",
 ]
 _SPELLING = {n.lower(): n for n in _OPTION_NAMES}
 _REFUSED_SPELLING = {"groupidprefix": "groupIdPrefix"}
@@ -475,6 +482,7 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         fetch_offset_retry_interval_ms=_int(
             raw, "fetchoffset.retryintervalms", DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS, minimum=0
         ),
+        leader_sync_delay_ms=_int(raw, "leadersyncdelayms", 0, minimum=0),
         kafka_params=KafkaParams(kafka_params),
     )
 

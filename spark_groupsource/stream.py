@@ -63,7 +63,7 @@ class _Driver:
                 group_instance_id=opts.group_instance_id,
                 client_rack=opts.client_rack,
                 client_config={"api_version": (2, 3), **opt.membership_config(opts)},
-                leader_sync_delay_ms=getattr(opts, "leader_sync_delay_ms", 0) or 0,
+                leader_sync_delay_ms=opts.leader_sync_delay_ms,
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )
