@@ -1,0 +1,240 @@
+"""The driver's group member against real brokers and a real librdkafka consumer in the same group.
+
+No Spark here: these tests pin the membership layer (our assignors on the wire, commits with
+generation, fencing, leaving) so that the stream tests can build on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer
+
+from assignment.model import TopicPartition
+from assignment.registry import create_assignors
+from helpers import committed_offsets, consumer_conf, wait_until
+from spark_groupsource.membership import GroupMembership, MembershipConfig
+
+OFFSET_COMMIT = 8
+ILLEGAL_GENERATION = 22
+COORDINATOR_LOAD_IN_PROGRESS = 14
+
+
+def _member(broker, group, topic, assignor="range", **cfg) -> GroupMembership:
+    session = broker.recommended_session_timeout_ms
+    return GroupMembership(
+        MembershipConfig(
+            group_id=group,
+            assignors=tuple(create_assignors(assignor)),
+            topics=(topic,),
+            client_config={
+                "bootstrap_servers": broker.bootstrap.split(","),
+                "api_version": (2, 3),
+                "session_timeout_ms": session,
+                "max_poll_interval_ms": 20_000,
+            },
+            leader_sync_delay_ms=300 if broker.backend == "mock" else 0,
+            **cfg,
+        ),
+        drain_timeout_s=5,
+    )
+
+
+class _Polling:
+    """A librdkafka consumer polled from a thread, recording what it owns."""
+
+    def __init__(self, conf: dict, topic: str):
+        self.owned: set[TopicPartition] = set()
+        self._lock = threading.Lock()
+
+        def on_assign(c, parts):
+            with self._lock:
+                self.owned |= {TopicPartition(p.topic, p.partition) for p in parts}
+            if conf.get("partition.assignment.strategy") == "cooperative-sticky":
+                c.incremental_assign(parts)
+            else:
+                c.assign(parts)
+
+        def on_revoke(c, parts):
+            with self._lock:
+                self.owned -= {TopicPartition(p.topic, p.partition) for p in parts}
+            if conf.get("partition.assignment.strategy") == "cooperative-sticky":
+                c.incremental_unassign(parts)
+            else:
+                c.unassign()
+
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.consumer.poll(0.1)
+
+    def snapshot(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self.owned)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+def _settled(m: GroupMembership, other, total: int):
+    def check():
+        s = m.snapshot()
+        mine, theirs = set(s.owned), other.snapshot()
+        if s.rebalancing or not mine or not theirs or len(mine) + len(theirs) != total:
+            return None
+        return mine, theirs
+
+    return check
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
+    """Our member and a librdkafka member split the partitions disjointly, both ways round
+    (whoever leads, the other decodes its bytes), and hand everything over when one leaves."""
+    topic, group = unique_name("interop"), unique_name("g")
+    broker.create_topic(topic, 6)
+    ours = _member(broker, group, topic, assignor)
+    ours.start()
+    assert ours.wait_for_assignment(60)
+    theirs = _Polling(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
+    try:
+        mine, other = wait_until(_settled(ours, theirs, 6), timeout=60, message="a 6-partition split")
+        assert mine.isdisjoint(other)
+        assert mine | other == {TopicPartition(topic, p) for p in range(6)}
+        assert len(mine) == 3 and len(other) == 3
+    finally:
+        theirs.close()
+    wait_until(lambda: len(ours.snapshot().owned) == 6 and not ours.snapshot().rebalancing,
+               timeout=60, message="our member to own every partition after the other left")
+    ours.close()
+
+
+def test_commit_uses_generation_and_reads_back(broker, unique_name):
+    topic, group = unique_name("commit"), unique_name("g")
+    broker.create_topic(topic, 2)
+    m = _member(broker, group, topic)
+    m.start()
+    try:
+        assert m.wait_for_assignment(60)
+        tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+        result = m.commit({tp0: 7, tp1: 3})
+        assert result.committed == {tp0, tp1} and not result.lost
+        assert m.committed([tp0, tp1]) == {tp0: 7, tp1: 3}
+        assert committed_offsets(broker.bootstrap, group, topic, 2) == {0: 7, 1: 3}
+        # a partition we do not own is never committed
+        stranger = TopicPartition(topic, 9)
+        assert m.commit({stranger: 1}).skipped == {stranger}
+    finally:
+        m.close()
+
+
+def test_fenced_commit_marks_partitions_lost(mock_broker, unique_name):
+    topic, group = unique_name("fence"), unique_name("g")
+    mock_broker.create_topic(topic, 2)
+    m = _member(mock_broker, group, topic)
+    m.start()
+    try:
+        assert m.wait_for_assignment(60)
+        tp0 = TopicPartition(topic, 0)
+        mock_broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
+        result = m.commit({tp0: 5})
+        assert result.lost == {tp0} and not result.committed
+        assert m.counters.fenced_commits == 1 and m.counters.partitions_lost >= 1
+        assert committed_offsets(mock_broker.bootstrap, group, topic, 2)[0] is None
+        # the member rejoins and owns the partition again, under a new acquisition serial
+        wait_until(lambda: tp0 in m.snapshot().owned, timeout=30, message="rejoin after fencing")
+    finally:
+        m.close()
+
+
+def test_retriable_commit_error_is_retried(mock_broker, unique_name):
+    topic, group = unique_name("retry"), unique_name("g")
+    mock_broker.create_topic(topic, 1)
+    m = _member(mock_broker, group, topic)
+    m.start()
+    try:
+        assert m.wait_for_assignment(60)
+        tp0 = TopicPartition(topic, 0)
+        mock_broker.mock.push_request_errors(OFFSET_COMMIT, [COORDINATOR_LOAD_IN_PROGRESS] * 2)
+        result = m.commit({tp0: 4})
+        assert result.committed == {tp0}
+        assert committed_offsets(mock_broker.bootstrap, group, topic, 1) == {0: 4}
+    finally:
+        m.close()
+
+
+def test_close_leaves_group_promptly(broker, unique_name):
+    """After close(), the other member gets everything well before the session timeout."""
+    topic, group = unique_name("leave"), unique_name("g")
+    broker.create_topic(topic, 4)
+    a, b = _member(broker, group, topic), _member(broker, group, topic)
+    a.start()
+    assert a.wait_for_assignment(60)
+    b.start()
+    try:
+        wait_until(_settled(a, b_proxy := _Owned(b), 4), timeout=60, message="a 2+2 split")
+        t0 = time.monotonic()
+        b.close()
+        wait_until(lambda: len(a.snapshot().owned) == 4, timeout=60, message="takeover")
+        # a LeaveGroup triggers the rebalance at once; without it we would wait a session timeout
+        # (plus Tansu's JoinGroup parking of half a session timeout).
+        assert time.monotonic() - t0 < broker.recommended_session_timeout_ms / 1000 * 2
+        assert b_proxy is not None
+    finally:
+        a.close()
+        b.close()
+
+
+class _Owned:
+    def __init__(self, m: GroupMembership):
+        self.m = m
+
+    def snapshot(self):
+        return set(self.m.snapshot().owned)
+
+
+def test_drain_waits_for_in_flight_batch(broker, unique_name):
+    """Eager rebalance: revocation waits for the in-flight batch to complete and commit.
+
+    Real Kafka accepts a commit with the current generation while the group prepares a
+    rebalance (that is what Java's onPartitionsRevoked commits rely on). librdkafka's mock
+    answers REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION there instead (depending on how far the
+    rebalance got); the member then reports the commit as failed or lost and the next owner
+    re-reads the batch: at-least-once, never lost.
+    """
+    topic, group = unique_name("drain"), unique_name("g")
+    broker.create_topic(topic, 2)
+    a = _member(broker, group, topic)
+    a.start()
+    assert a.wait_for_assignment(60)
+    owned = set(a.snapshot().owned)
+    a.batch_planned(owned)
+    b = _member(broker, group, topic)
+    b.start()
+    try:
+        wait_until(lambda: a.snapshot().revoking, timeout=60, message="revocation to start")
+        time.sleep(1.0)
+        assert set(a.snapshot().owned) == owned, "partitions were given up while a batch was in flight"
+        assert not a.may_plan()
+        result = a.commit({tp: 1 for tp in owned})
+        a.batch_completed()
+        wait_until(_settled(a, _Owned(b), 2), timeout=60, message="a 1+1 split after the drain")
+        committed = committed_offsets(broker.bootstrap, group, topic, 2)
+        if broker.backend == "mock":
+            assert (result.failed or result.lost) == owned and not result.committed
+            assert committed == {0: None, 1: None}
+        else:
+            assert result.committed == owned
+            assert committed == {0: 1, 1: 1}
+    finally:
+        a.close()
+        b.close()
