@@ -267,9 +267,15 @@ class GroupMembership:
         return False
 
     # ---- the drain hand-shake ---------------------------------------------------------
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> None:
+    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
+        """Record the batch about to run; False (nothing recorded) when a revocation started
+        since the planner looked, so the planner must not hand that batch to Spark."""
+        parts = frozenset(partitions)
         with self._cond:
-            self._inflight = frozenset(partitions)
+            if self._revoking & parts:
+                return False
+            self._inflight = parts
+            return True
 
     def batch_completed(self) -> None:
         with self._cond:

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from spark_groupsource import options as opt
-from spark_groupsource.errors import OptionError
+from spark_groupsource.errors import DataLossError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 from spark_groupsource.offset_reader import OffsetReader
@@ -59,7 +59,7 @@ class _Driver:
                 group_id=opts.group_id,
                 assignors=assignors,
                 topics=getattr(opts.subscription, "topics", ()),
-                pattern=getattr(opts.subscription, "pattern", None),
+                pattern=_whole_match(getattr(opts.subscription, "pattern", None)),
                 group_instance_id=opts.group_instance_id,
                 client_rack=opts.client_rack,
                 client_config={"api_version": (2, 3), **opt.membership_config(opts)},
@@ -75,6 +75,7 @@ class _Driver:
         self.planned: dict[str, dict[TopicPartition, int]] = {}
         self.recovered: StreamOffset | None = None  # last batch logged by an earlier run
         self.fresh_query = False  # initialOffset was called: startingOffsets applies
+        self.planned_any = False
         self.started_positions = False
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
@@ -97,8 +98,15 @@ class _Driver:
         atexit.register(close_hook)
         if threading.current_thread() is threading.main_thread():
             previous = signal.getsignal(signal.SIGTERM)
+            handling: list[int] = []
 
             def on_sigterm(signum, frame):
+                # query.stop() can deliver SIGTERM twice within a millisecond; a nested call
+                # raising SystemExit would abort the first one's LeaveGroup mid-way, so the
+                # member would linger until its session expired. Let the first one finish.
+                if handling:
+                    return
+                handling.append(signum)
                 close_hook()
                 if callable(previous) and previous not in (signal.SIG_DFL, signal.SIG_IGN):
                     previous(signum, frame)
@@ -124,8 +132,8 @@ class _Driver:
         serials = self.planned.pop(start_json, None)
         if serials is None:
             start = StreamOffset.from_json(start_json)
-            if start.ranges and self.recovered is None and not self.positions:
-                self.recovered = start
+            if start.ranges and self.recovered is None and not self.planned_any:
+                self.recovered = start  # logged by an earlier run of this query
             self.membership.batch_completed()
             return
         for key in list(self.planned):  # older batches (replayed or superseded) are done too
@@ -214,6 +222,22 @@ class _Driver:
         self.recovered = None
         return out
 
+    def _check_beyond_end(self, positions: dict[TopicPartition, int], latest: Mapping[TopicPartition, int]) -> None:
+        """A position past the partition's end means its records were deleted (topic recreated,
+        log truncated): fail, or with failOnDataLoss=false warn and go on from the new end,
+        as Spark's Kafka source does. Without this the query would wait there silently."""
+        for tp, pos in sorted(positions.items()):
+            end = latest.get(tp)
+            if end is None or pos <= end:
+                continue
+            if self.opts.fail_on_data_loss:
+                raise DataLossError(tp.topic, tp.partition, pos, end,
+                                    f"the partition now ends at {end}: records were deleted")
+            log.warning("data loss in %s: position %d is beyond the end offset %d; continuing "
+                        "from %d (failOnDataLoss=false)", tp, pos, end, end)
+            positions[tp] = end
+            self.positions[tp] = (end, self.positions[tp][1])  # resolve_positions set every owned one
+
     # -- planning ------------------------------------------------------------------------------
     def plan(self, start_json: str | None, max_rows: int | None) -> str | None:
         with self.lock:
@@ -229,17 +253,25 @@ class _Driver:
             positions = self.resolve_positions(owned)
             latest = self.reader.latest(owned)
             self.latest_seen = dict(latest)
+            self._check_beyond_end(positions, latest)
             caps = None
             if self.caps is not None:
-                caps = {tp: self.caps.get(tp, positions[tp]) for tp in owned}
+                # a partition not owned at the snapshot (the join had not delivered the
+                # assignment yet, or a rebalance moved it here) is read up to its end when
+                # first seen; capping it at its position would read nothing and end the run
+                for tp in owned:
+                    self.caps.setdefault(tp, latest[tp])
+                caps = {tp: self.caps[tp] for tp in owned}
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
                 return start_json
+            if not self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s):
+                return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()
             self.planned[end] = {tp: owned[tp] for tp in ranges}
+            self.planned_any = True
             for tp, (_, until) in ranges.items():
                 self.positions[tp] = (until, owned[tp])
-            self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s)
             return end
 
 
@@ -332,6 +364,12 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def stop(self) -> None:
         if self._driver_state is not None:
             self._driver_state.close()
+
+
+def _whole_match(pattern: str | None) -> str | None:
+    """kafka-python matches a pattern at the start of a topic name; Java (and our option)
+    match the whole name."""
+    return None if pattern is None else f"(?:{pattern})\\Z"
 
 
 def _as_json(offset) -> str | None:
