@@ -1,0 +1,182 @@
+"""Stream options against real brokers: rate limits, AvailableNow, startingOffsets modes,
+headers, data loss, and bad options failing the query before it starts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_stream_support import (
+    QUERY_TIMEOUT_S,
+    assert_exactly,
+    ends,
+    process_all,
+    produce,
+    stop,
+    stream,
+    table_name,
+    to_memory,
+)
+
+from helpers import committed_offsets, consumer_conf, produce_keyed
+from spark_groupsource.devbroker import DevBroker
+
+
+def _run_available_now(spark, broker, topic, group, name, ck, **opts):
+    q = to_memory(stream(spark, broker, topic, group, **opts), name, ck, available_now=True)
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
+        assert q.exception() is None
+        return q
+    finally:
+        stop(q)
+
+
+def test_max_offsets_per_trigger_bounds_batches_fairly(spark, broker, new_topic, unique_name, tmp_path):
+    topic, group, name = new_topic(3), unique_name("g"), table_name(unique_name)
+    # uneven lags: partition 0 has 30, 1 has 15, 2 has 3
+    records = (produce(broker.bootstrap, topic, 9, 3)
+               + produce_keyed(broker.bootstrap, topic, 12, partitions=2, start=100)
+               + produce(broker.bootstrap, topic, 1, 1, start=200))
+    records += produce_keyed(broker.bootstrap, topic, 0, partitions=1)  # nothing; keeps the list typed
+    q = _run_available_now(spark, broker, topic, group, name, str(tmp_path / "ck"),
+                           startingOffsets="earliest", maxOffsetsPerTrigger="10")
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    total = len(records)
+    assert sum(sizes) == total and all(s <= 10 for s in sizes), sizes
+    assert len(sizes) == -(-total // 10)  # every batch but the last is full
+    # fair: the first batch gives the smallest lag all it needs and splits the rest evenly
+    first = json.loads(q.recentProgress[0]["sources"][0]["endOffset"]) if isinstance(
+        q.recentProgress[0]["sources"][0]["endOffset"], str) else q.recentProgress[0]["sources"][0]["endOffset"]
+    spans = {int(p): u - s for parts in first["ranges"].values() for p, (s, u) in parts.items()}
+    lags = ends(records)
+    small = min(lags, key=lags.get)
+    assert spans[small] == min(lags[small], 10 // 3)
+    assert max(spans.values()) - min(v for v in spans.values()) <= 10 // 3 + 1
+    assert_exactly(spark, name, records)
+
+
+def test_available_now_stops_at_the_latest_at_start(spark, broker, new_topic, unique_name, tmp_path):
+    """Records produced while the AvailableNow run is going (during its first batch) are not
+    read: the run ends at the ends snapshotted when it started."""
+    topic, group = new_topic(2), unique_name("g")
+    records = produce(broker.bootstrap, topic, 20, 2)
+    seen: list = []
+
+    def sink(df, batch_id):
+        if batch_id == 0:
+            produce(broker.bootstrap, topic, 10, 2, start=20)
+        seen.extend((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+
+    q = (stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="4")
+         .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S)
+        assert q.exception() is None
+    finally:
+        stop(q)
+    assert sorted(seen) == sorted((r.partition, r.offset) for r in records)
+
+
+@pytest.mark.parametrize("mode", ["group", "earliest", "latest", "json"])
+def test_starting_offsets(spark, broker, new_topic, unique_name, tmp_path, mode):
+    if broker.backend == "tansu" and mode in ("earliest", "latest"):
+        pytest.skip("the modes are broker-independent; covered on the mock")
+    topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
+    old = produce(broker.bootstrap, topic, 20, 2)
+    if mode == "group":
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer(consumer_conf(broker, group))
+        try:
+            c.commit(offsets=[TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 3)], asynchronous=False)
+        finally:
+            c.close()
+    opts = {
+        "group": {},
+        "earliest": {"startingOffsets": "earliest"},
+        "latest": {"startingOffsets": "latest"},
+        "json": {"startingOffsets": json.dumps({topic: {"0": 4, "1": -2}})},
+    }[mode]
+    q = to_memory(stream(spark, broker, topic, group, **opts), name, str(tmp_path / "ck"))
+    try:
+        process_all(q)
+        new = produce(broker.bootstrap, topic, 6, 2, start=20)
+        process_all(q)
+        assert q.exception() is None
+    finally:
+        stop(q)
+    want = {
+        "group": [r for r in old if r.offset >= {0: 7, 1: 3}[r.partition]],
+        "earliest": old,
+        "latest": [],
+        "json": [r for r in old if r.partition == 1 or r.offset >= 4],
+    }[mode] + new
+    assert_exactly(spark, name, want)
+
+
+def test_include_headers(spark, broker, new_topic, unique_name, tmp_path):
+    topic, group, name = new_topic(1), unique_name("g"), table_name(unique_name)
+    records = produce(broker.bootstrap, topic, 5, 1, headers=True)
+    q = (stream(spark, broker, topic, group, startingOffsets="earliest", includeHeaders="true")
+         .select("offset", "headers").writeStream.format("memory").queryName(name)
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S) and q.exception() is None
+    finally:
+        stop(q)
+    got = {r.offset: [(h.key, bytes(h.value)) for h in r.headers] for r in spark.table(name).collect()}
+    assert got == {r.offset: list(r.headers) for r in records}
+
+
+def test_data_loss_fails_or_skips(spark, broker, unique_name, tmp_path):
+    """Real loss: the group committed offsets that no longer exist after the (memory-storage)
+    broker restarted and the topic was recreated with fewer records."""
+    if broker.backend == "external":
+        pytest.skip("needs an embedded broker it may restart")
+    topic, group = unique_name("loss"), unique_name("g")
+    with DevBroker(broker.backend, topics={topic: 1}) as own:
+        produce(own.bootstrap, topic, 20, 1)
+        n1 = table_name(unique_name)
+        _run_available_now(spark, own, topic, group, n1, str(tmp_path / "ck1"), startingOffsets="earliest")
+        assert committed_offsets(own.bootstrap, group, topic, 1) == {0: 20}
+        own.restart()  # everything is gone, committed offsets too: commit 20 again
+        own.create_topic(topic, 1)
+        produce(own.bootstrap, topic, 5, 1)
+        json_start = json.dumps({topic: {"0": 12}})  # the position is past the new end (5)
+        q = to_memory(stream(spark, own, topic, group, startingOffsets=json_start),
+                      table_name(unique_name), str(tmp_path / "ck2"), available_now=True)
+        try:
+            with pytest.raises(Exception, match=f"data loss in {topic}-0"):
+                q.awaitTermination(QUERY_TIMEOUT_S)
+        finally:
+            stop(q)
+        n3 = table_name(unique_name)
+        _run_available_now(spark, own, topic, group, n3, str(tmp_path / "ck3"),
+                           startingOffsets=json_start, failOnDataLoss="false")
+        assert spark.table(n3).count() == 0  # as Spark: skip to the new end
+
+
+@pytest.mark.parametrize(
+    "options, option_name",
+    [
+        ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
+        ({"startingOffsets": "yesterday"}, "startingOffsets"),
+        ({"assignor": "nope"}, "assignor"),
+        ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
+        ({"endingOffsets": "latest"}, "endingOffsets"),
+        ({"includeHeaders": "maybe"}, "includeHeaders"),
+        ({"kafka.group.protocol": "consumer"}, "kafka.group.protocol"),
+        ({"kafka.auto.offset.reset": "smallest"}, "kafka.auto.offset.reset"),
+    ],
+)
+def test_bad_option_fails_before_start(spark, mock_broker, unique_name, tmp_path, options, option_name):
+    with pytest.raises(Exception, match=rf"option '{option_name}'") as info:
+        q = to_memory(stream(spark, mock_broker, "never-created", unique_name("g"), **options),
+                      table_name(unique_name), str(tmp_path / "ck"))
+        try:
+            q.awaitTermination(QUERY_TIMEOUT_S)
+        finally:
+            stop(q)
+    assert "OptionError" in str(info.value) or "option" in str(info.value)
