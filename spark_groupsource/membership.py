@@ -135,6 +135,9 @@ class GroupMembership:
         self._consumer: KafkaConsumer | None = None
         self._error: BaseException | None = None
         self._bridges: list[BridgedAssignor] = []
+        # set once our listener has applied a SyncGroup result: kafka-python marks the member
+        # STABLE just before it calls the listener
+        self._assignment_seen = threading.Event()
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -261,7 +264,12 @@ class GroupMembership:
         while time.monotonic() < deadline:
             self.raise_if_failed()
             c = self._consumer
-            if c is not None and c._coordinator.state is MemberState.STABLE and not c._coordinator.rebalance_in_progress():
+            if (
+                c is not None
+                and self._assignment_seen.is_set()
+                and c._coordinator.state is MemberState.STABLE
+                and not c._coordinator.rebalance_in_progress()
+            ):
                 return True
             time.sleep(0.05)
         return False
@@ -319,6 +327,7 @@ class GroupMembership:
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
 
     def _assigned(self, added: set[TopicPartition]) -> None:
+        self._assignment_seen.set()
         with self._cond:
             for tp in added:
                 if tp not in self._owned:
