@@ -1,0 +1,547 @@
+"""Batch reads (``spark.read.format("groupkafka")``): one plan, resolved once on the driver.
+
+Planning is split in two:
+
+* :func:`resolve_ranges` is pure: given the parsed :class:`~spark_groupsource.options.BatchOptions`
+  and a :class:`BrokerView` (the few broker queries planning needs), it turns the start and end
+  specs (earliest / group / JSON / timestamps; latest / JSON / timestamps) into one
+  :class:`~spark_groupsource.ranges.OffsetRange` per subscribed partition, or raises before
+  any data moves: :class:`OptionError` naming the option for impossible ranges,
+  :class:`DataLossError` for a start below the log start offset (``failOnDataLoss=true``).
+* :class:`GroupKafkaBatchReader` calls it from ``partitions()`` (which Spark runs in a Python
+  worker on the driver, possibly more than once: the result is cached), splits the ranges into
+  tasks (``minPartitions``, ``maxRecordsPerPartition``) and reads each task on an executor.
+
+JSON offsets follow Spark's rule: they must name every partition of the subscription
+(``-2`` = earliest in a start, ``-1`` = latest in an end). A partition whose start equals its
+end reads nothing, which is how a plan limits itself to some partitions.
+
+The plan lives in the planning worker, not in the user's Python driver process, and a plain
+``spark.read`` never commits. To commit a backfill (or to share one with other backfills
+through the group) resolve the plan in the driver with
+:class:`spark_groupsource.backfill.BackfillPlan`, which passes explicit JSON offsets to
+``spark.read`` and commits after the write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as CkTP
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from assignment.model import TopicPartition
+from spark_groupsource import options as opt
+from spark_groupsource.errors import BrokerError, DataLossError, OptionError
+from spark_groupsource.fetch import read_partition
+from spark_groupsource.offset_reader import OffsetReader
+from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
+
+__all__ = [
+    "BrokerView",
+    "GroupKafkaBatchReader",
+    "KafkaBrokerView",
+    "offsets_json",
+    "plan_tasks",
+    "resolve_ranges",
+    "subscribed_partitions",
+]
+
+log = logging.getLogger("spark_groupsource.batch")
+
+#: Set in the environment of spark-submit (so Spark's Python workers inherit it) to see the
+#: connector's logs from inside Spark's Python workers (planning, fetch) on stderr.
+LOG_LEVEL_ENV = "GROUPKAFKA_LOG_LEVEL"
+
+
+def configure_worker_logging() -> None:
+    """In a Spark Python worker, send ``spark_groupsource.*`` logs to stderr at the level
+    named by ``$GROUPKAFKA_LOG_LEVEL`` (nothing when unset or when a handler exists)."""
+    level = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    root = logging.getLogger("spark_groupsource")
+    if not level or root.handlers or level not in logging.getLevelNamesMapping():
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+# --------------------------------------------------------------------------- broker queries
+
+
+class BrokerView(Protocol):
+    """The broker queries batch planning needs (a fake of this tests the planner)."""
+
+    def topics(self) -> dict[str, int]:
+        """Every topic of the cluster with its partition count."""
+
+    def watermarks(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start offset, end offset) per partition."""
+
+    def for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+        """First offset with a timestamp >= the given ms; None past the end."""
+
+    def committed(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (None where nothing is committed)."""
+
+
+class KafkaBrokerView:
+    """:class:`BrokerView` over confluent-kafka: an :class:`OffsetReader` plus metadata and
+    OffsetFetch (a client that never joins a group, so reading commits disturbs nobody)."""
+
+    def __init__(self, config: Mapping[str, Any], timeout_s: float = 30.0):
+        self._config = dict(config)
+        self._timeout = timeout_s
+        self._reader = OffsetReader(self._config, timeout_s)
+        self._meta: Consumer | None = None
+
+    def _client(self, group: str | None = None) -> Consumer:
+        if group is not None:
+            return Consumer({**self._config, "group.id": group})
+        if self._meta is None:
+            self._meta = Consumer(self._config)
+        return self._meta
+
+    def close(self) -> None:
+        self._reader.close()
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
+
+    def __enter__(self) -> KafkaBrokerView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def topics(self) -> dict[str, int]:
+        try:
+            md = self._client().list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise BrokerError(f"cannot read cluster metadata: {exc.args[0]}") from exc
+        return {
+            name: len(t.partitions)
+            for name, t in md.topics.items()
+            if t.error is None and t.partitions
+        }
+
+    def watermarks(self, partitions):
+        return self._reader.watermarks(partitions)
+
+    def for_timestamps(self, stamps):
+        """The broker's ListOffsets answer, checked against the records around it.
+
+        Some Kafka-protocol brokers answer timestamp lookups wrongly (librdkafka's mock cluster
+        always says "none", the Tansu snapshot always says 0). Each answer is checked with at
+        most two one-record fetches; a wrong one is replaced by a binary search over the
+        partition (exact when timestamps grow with offsets, as with LogAppendTime).
+        """
+        found = self._reader.for_timestamps(stamps)
+        if not stamps:
+            return found
+        marks = self.watermarks(stamps)
+        probe = _RecordProbe(self._config, self._timeout)
+        try:
+            out = {}
+            for tp, ts in sorted(stamps.items()):
+                low, high = marks[tp]
+                answer = found.get(tp)
+                if not probe.confirms(tp, ts, answer, low, high):
+                    searched = probe.search(tp, ts, low, high)
+                    log.warning(
+                        "broker answered offset %s for %s at timestamp %d; records say %s "
+                        "(the broker does not implement ListOffsets by timestamp)",
+                        answer, tp, ts, searched,
+                    )
+                    answer = searched
+                out[tp] = answer
+            return out
+        finally:
+            probe.close()
+
+    def committed(self, group, partitions):
+        parts = sorted(partitions)
+        if not parts:
+            return {}
+        client = self._client(group)
+        try:
+            found = client.committed([CkTP(tp.topic, tp.partition) for tp in parts], timeout=self._timeout)
+        except KafkaException as exc:
+            raise BrokerError(f"cannot read the committed offsets of group {group!r}: {exc.args[0]}") from exc
+        finally:
+            client.close()
+        out: dict[TopicPartition, int | None] = {}
+        for ck in found:
+            if ck.error is not None:
+                raise BrokerError(f"cannot read the committed offset of {ck.topic}-{ck.partition}: {ck.error}")
+            out[TopicPartition(ck.topic, ck.partition)] = ck.offset if ck.offset >= 0 else None
+        return out
+
+
+class _RecordProbe:
+    """Reads single records to check or search timestamp lookups (driver side, rarely used)."""
+
+    def __init__(self, config: Mapping[str, Any], timeout_s: float):
+        self._consumer = Consumer({**dict(config), "enable.partition.eof": True})
+        self._timeout = timeout_s
+        self._cache: dict[tuple[TopicPartition, int], tuple[int, int] | None] = {}
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def first_at(self, tp: TopicPartition, offset: int, high: int) -> tuple[int, int] | None:
+        """(offset, timestamp ms) of the first record at or after ``offset``; None if none."""
+        if offset >= high:
+            return None
+        key = (tp, offset)
+        if key in self._cache:
+            return self._cache[key]
+        self._consumer.assign([CkTP(tp.topic, tp.partition, offset)])
+        deadline = time.monotonic() + self._timeout
+        result = None
+        while time.monotonic() < deadline:
+            msg = self._consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                raise BrokerError(f"cannot read {tp} at {offset}: {msg.error()}")
+            result = (msg.offset(), msg.timestamp()[1])
+            break
+        else:
+            raise BrokerError(f"no record of {tp} at or after {offset} within {self._timeout:.0f}s")
+        self._consumer.unassign()
+        self._cache[key] = result
+        return result
+
+    def confirms(self, tp: TopicPartition, ts: int, answer: int | None, low: int, high: int) -> bool:
+        if answer is None:
+            if high <= low:
+                return True
+            last = self.first_at(tp, high - 1, high)
+            return last is None or last[1] < ts
+        if answer < low or answer > high:
+            return False
+        at = self.first_at(tp, answer, high)
+        if at is None or at[1] < ts:
+            return False
+        if answer > low:
+            before = self.first_at(tp, answer - 1, high)
+            if before is not None and before[0] < answer and before[1] >= ts:
+                return False
+        return True
+
+    def search(self, tp: TopicPartition, ts: int, low: int, high: int) -> int | None:
+        lo, hi = low, high
+        while lo < hi:
+            mid = (lo + hi) // 2
+            rec = self.first_at(tp, mid, high)
+            if rec is not None and rec[1] >= ts:
+                hi = mid
+            else:
+                lo = (rec[0] + 1) if rec is not None else high
+        rec = self.first_at(tp, lo, high)
+        return rec[0] if rec is not None else None
+
+
+# --------------------------------------------------------------------------- option names
+
+
+def start_option(spec: opt.OffsetsSpec) -> str:
+    """The option that set the start (Spark's precedence already applied by options.py)."""
+    if isinstance(spec, opt.TimestampOffsets):
+        return "startingTimestamp" if spec.timestamp is not None else "startingOffsetsByTimestamp"
+    return "startingOffsets"
+
+
+def end_option(spec: opt.OffsetsSpec) -> str:
+    if isinstance(spec, opt.TimestampOffsets):
+        return "endingTimestamp" if spec.timestamp is not None else "endingOffsetsByTimestamp"
+    return "endingOffsets"
+
+
+# --------------------------------------------------------------------------- planning (pure)
+
+
+def subscribed_partitions(subscription: opt.Subscription, topics: Mapping[str, int]) -> list[TopicPartition]:
+    """The partitions of the subscription on the cluster, sorted; errors name the option."""
+    if isinstance(subscription, opt.SubscribeTopics):
+        missing = [t for t in subscription.topics if t not in topics]
+        if missing:
+            raise OptionError("subscribe", f"topic(s) not found on the cluster: {', '.join(missing)}")
+        chosen = list(subscription.topics)
+    else:
+        chosen = sorted(t for t in topics if not t.startswith("__") and subscription.matches(t))
+        if not chosen:
+            pattern = getattr(subscription, "pattern", "?")
+            raise OptionError("subscribePattern", f"{pattern!r} matches no topic on the cluster")
+    return sorted(TopicPartition(t, p) for t in chosen for p in range(topics[t]))
+
+
+def _covered(option: str, named: Iterable[tuple[str, int]], partitions: Sequence[TopicPartition]) -> None:
+    """Spark's rule for JSON offsets: exactly the subscribed partitions."""
+    named = set(named)
+    wanted = {(tp.topic, tp.partition) for tp in partitions}
+    extra = sorted(named - wanted)
+    missing = sorted(wanted - named)
+    if extra:
+        shown = ", ".join(f"{t}-{p}" for t, p in extra[:10])
+        raise OptionError(option, f"names partitions outside the subscription: {shown}")
+    if missing:
+        shown = ", ".join(f"{t}-{p}" for t, p in missing[:10])
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise OptionError(
+            option,
+            f"must give every subscribed partition (as Spark's Kafka source requires; use -2 for "
+            f"earliest, -1 for latest, or the same offset as the start to skip one); missing {shown}{more}",
+        )
+
+
+def _stamps(option: str, spec: opt.TimestampOffsets, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    if spec.timestamp is None:
+        _covered(option, ((t, p) for t, p, _ in spec.timestamps), partitions)
+    return {tp: spec.timestamp_for(tp.topic, tp.partition) for tp in partitions}  # type: ignore[misc]
+
+
+def _resolve_start(
+    opts: opt.BatchOptions,
+    view: BrokerView,
+    partitions: Sequence[TopicPartition],
+    marks: Mapping[TopicPartition, tuple[int, int]],
+) -> dict[TopicPartition, int]:
+    spec = opts.starting
+    name = start_option(spec)
+    if isinstance(spec, opt.EarliestOffsets):
+        return {tp: marks[tp][0] for tp in partitions}
+    if isinstance(spec, opt.LatestOffsets):
+        raise OptionError(name, "'latest' is not valid for a batch query (it would read nothing)")
+    if isinstance(spec, opt.GroupOffsets):
+        committed = view.committed(opts.group_id or "", partitions)
+        return {tp: _group_start(opts, tp, committed.get(tp), marks[tp]) for tp in partitions}
+    if isinstance(spec, opt.SpecificOffsets):
+        _covered(name, ((t, p) for t, p, _ in spec.offsets), partitions)
+        out = {}
+        for t, p, value in spec.offsets:
+            tp = TopicPartition(t, p)
+            if value is opt.Position.LATEST:
+                raise OptionError(name, f"{tp}: -1 (latest) is not valid as a batch start (it would read nothing)")
+            out[tp] = marks[tp][0] if value is opt.Position.EARLIEST else int(value)
+        return out
+    if isinstance(spec, opt.TimestampOffsets):
+        stamps = _stamps(name, spec, partitions)
+        found = view.for_timestamps(stamps)
+        out = {}
+        for tp in partitions:
+            offset = found.get(tp)
+            if offset is None:
+                if spec.strategy != "latest":
+                    raise OptionError(
+                        name,
+                        f"no record in {tp} has a timestamp at or after {stamps[tp]}; set "
+                        "startingOffsetsByTimestampStrategy=latest to start at the end instead",
+                    )
+                offset = marks[tp][1]
+            out[tp] = offset
+        return out
+    raise OptionError(name, f"unsupported start {spec!r}")  # pragma: no cover
+
+
+def _group_start(opts: opt.BatchOptions, tp: TopicPartition, committed: int | None, mark: tuple[int, int]) -> int:
+    if committed is not None:
+        return committed
+    if opts.auto_offset_reset == "earliest":
+        return mark[0]
+    if opts.auto_offset_reset == "latest":
+        return mark[1]
+    raise OptionError(
+        "kafka.auto.offset.reset",
+        f"{tp} has no committed offset in group {opts.group_id!r} and the policy is 'none'; "
+        "set it to earliest or latest, or commit an offset for the group first",
+    )
+
+
+def _resolve_end(
+    opts: opt.BatchOptions,
+    view: BrokerView,
+    partitions: Sequence[TopicPartition],
+    marks: Mapping[TopicPartition, tuple[int, int]],
+) -> dict[TopicPartition, int]:
+    spec = opts.ending
+    name = end_option(spec)
+    if isinstance(spec, opt.LatestOffsets):
+        return {tp: marks[tp][1] for tp in partitions}
+    if isinstance(spec, opt.SpecificOffsets):
+        _covered(name, ((t, p) for t, p, _ in spec.offsets), partitions)
+        out = {}
+        for t, p, value in spec.offsets:
+            tp = TopicPartition(t, p)
+            if value is opt.Position.EARLIEST:
+                raise OptionError(name, f"{tp}: -2 (earliest) is not valid as a batch end")
+            out[tp] = marks[tp][1] if value is opt.Position.LATEST else int(value)
+        return out
+    if isinstance(spec, opt.TimestampOffsets):
+        found = view.for_timestamps(_stamps(name, spec, partitions))
+        # No record at or after the end timestamp: the range runs to the current end.
+        return {tp: (found.get(tp) if found.get(tp) is not None else marks[tp][1]) for tp in partitions}
+    raise OptionError(name, f"unsupported end {spec!r}")  # pragma: no cover
+
+
+def _check_timestamp_order(opts: opt.BatchOptions, partitions: Sequence[TopicPartition]) -> None:
+    s, e = opts.starting, opts.ending
+    if not (isinstance(s, opt.TimestampOffsets) and isinstance(e, opt.TimestampOffsets)):
+        return
+    for tp in partitions:
+        ts_s, ts_e = s.timestamp_for(tp.topic, tp.partition), e.timestamp_for(tp.topic, tp.partition)
+        if ts_s is not None and ts_e is not None and ts_e < ts_s:
+            raise OptionError(
+                end_option(e), f"{tp}: ends at timestamp {ts_e}, before its start timestamp {ts_s} ({start_option(s)})"
+            )
+
+
+def resolve_ranges(
+    opts: opt.BatchOptions,
+    view: BrokerView,
+    *,
+    only: Iterable[TopicPartition] | None = None,
+    start_override: Mapping[TopicPartition, int] | None = None,
+) -> list[OffsetRange]:
+    """Resolve the batch's start and end to one range per subscribed partition (sorted).
+
+    ``only``: partitions this plan reads (a group-coordinated backfill's assignment); the
+    others get an empty range at their end offset. ``start_override``: starts that win over
+    ``startingOffsets`` (the group's committed offsets in a coordinated backfill).
+    Raises :class:`OptionError` (naming the option) for impossible ranges and
+    :class:`DataLossError` for a start below the log start offset with ``failOnDataLoss``.
+    """
+    partitions = subscribed_partitions(opts.subscription, view.topics())
+    _check_timestamp_order(opts, partitions)
+    marks = view.watermarks(partitions)
+    missing = [tp for tp in partitions if tp not in marks]
+    if missing:
+        raise BrokerError(f"no offsets for {', '.join(map(str, missing[:10]))}")
+    starts = _resolve_start(opts, view, partitions, marks)
+    ends = _resolve_end(opts, view, partitions, marks)
+    if start_override:
+        starts.update({tp: off for tp, off in start_override.items() if tp in starts})
+    reading = set(partitions) if only is None else set(only)
+    s_name, e_name = start_option(opts.starting), end_option(opts.ending)
+    out = []
+    for tp in partitions:
+        low, high = marks[tp]
+        if tp not in reading:
+            out.append(OffsetRange(tp.topic, tp.partition, high, high))
+            continue
+        start, end = starts[tp], ends[tp]
+        if end < start:
+            raise OptionError(
+                e_name, f"{tp}: ends at {end}, before its start {start} ({s_name}); the end must not precede the start"
+            )
+        if end > high:
+            # Offsets the plan names do not exist (yet, or any more: a recreated or truncated
+            # topic); Spark's Kafka source treats this as data loss as well.
+            start, end = _on_data_loss(
+                opts, tp, expected=end - 1, available=None, keep=(min(start, high), high),
+                detail=f"the range [{start}, {end}) goes beyond the end offset {high} "
+                "(the topic may have been recreated or truncated)",
+            )
+        if start < low:
+            start, end = _on_data_loss(
+                opts, tp, expected=start, available=low, keep=(min(low, end), end),
+                detail=f"offsets [{start}, {min(low, end)}) are below the log start offset {low} "
+                "(retention or deleted records)",
+            )
+        out.append(OffsetRange(tp.topic, tp.partition, start, end))
+    return out
+
+
+def _on_data_loss(
+    opts: opt.BatchOptions, tp: TopicPartition, *, expected: int, available: int | None,
+    keep: tuple[int, int], detail: str,
+) -> tuple[int, int]:
+    """The driver's half of the data-loss policy (the executors' is fetch.report_data_loss):
+    raise, or warn and read ``keep`` instead."""
+    if opts.fail_on_data_loss:
+        raise DataLossError(tp.topic, tp.partition, expected, available, detail)
+    log.warning("data loss in %s: %s; reading [%d, %d) because failOnDataLoss=false", tp, detail, *keep)
+    return keep
+
+
+def plan_tasks(ranges: Iterable[OffsetRange], opts: opt.BatchOptions) -> list[RangeInputPartition]:
+    tasks = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+
+
+def offsets_json(offsets: Mapping[TopicPartition, int]) -> str:
+    """``{"topic":{"0":23,...}}`` with sorted topics and numerically sorted partitions."""
+    nested: dict[str, dict[str, int]] = {}
+    for tp in sorted(offsets):
+        nested.setdefault(tp.topic, {})[str(tp.partition)] = int(offsets[tp])
+    return json.dumps(nested, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+class GroupKafkaBatchReader(DataSourceReader):
+    """``spark.read.format("groupkafka")``: options as the stream reader where they apply,
+    plus endingOffsets / endingTimestamp / endingOffsetsByTimestamp / groupCoordinated."""
+
+    def __init__(self, schema, options: Mapping[str, str]):
+        self.opts = opt.parse_batch_options(options)
+        if self.opts.commit_offsets:
+            raise OptionError(
+                "commitOffsets",
+                "a batch read never commits by itself (it cannot know that the write succeeded); "
+                "use spark_groupsource.backfill.BackfillPlan and call commit() after the write",
+            )
+        self._tasks: list[RangeInputPartition] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_tasks"] = None  # each task carries its own ranges
+        return state
+
+    def resolve(self) -> list[OffsetRange]:
+        """Resolve the plan's ranges (driver side; talks to the brokers)."""
+        if self.opts.group_coordinated:
+            from spark_groupsource.backfill import BackfillPlan
+
+            with BackfillPlan.from_options(self.opts) as plan:
+                # Membership ends with planning here: nothing can be committed for this read.
+                return list(plan.ranges)
+        with KafkaBrokerView(opt.fetcher_config(self.opts)) as view:
+            return resolve_ranges(self.opts, view)
+
+    def partitions(self) -> list[InputPartition]:
+        configure_worker_logging()
+        if self._tasks is None:
+            ranges = self.resolve()
+            self._tasks = plan_tasks(ranges, self.opts)
+            log.info(
+                "batch plan: %d records in %d tasks: %s",
+                sum(r.size for r in ranges), len(self._tasks),
+                ", ".join(str(r) for r in ranges if r.size),
+            )
+        return list(self._tasks)
+
+    def read(self, partition: InputPartition) -> Iterator:
+        ranges = getattr(partition, "ranges", None)
+        if not ranges:  # Spark hands an empty plan one InputPartition(None)
+            return iter(())
+        configure_worker_logging()
+        return read_partition(
+            opt.fetcher_config(self.opts),
+            ranges,
+            include_headers=self.opts.include_headers,
+            fail_on_data_loss=self.opts.fail_on_data_loss,
+            max_records_per_batch=self.opts.max_records_per_arrow_batch,
+            poll_timeout_ms=self.opts.poll_timeout_ms,
+        )

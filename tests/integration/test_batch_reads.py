@@ -1,0 +1,153 @@
+"""spark.read.format("groupkafka") against both dev brokers: offsets, timestamps, splitting,
+bad ranges and real data loss."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+from helpers import produce_keyed
+from spark_groupsource.backfill import BackfillPlan
+from spark_groupsource.devbroker import DevBroker
+
+COLUMNS = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("ts", LongType()),
+    ]
+)
+BASE_TS = 1_700_000_000_000
+
+
+def produce(bootstrap, topic, n, partitions, **kw):
+    """produce_keyed, ending with one single-record batch per partition.
+
+    The Tansu snapshot reports a partition's end offset as the last batch's base offset + 1,
+    so a multi-record last batch hides records from "latest"; a one-record last batch keeps
+    the end right (records and their order are the same as one produce_keyed call).
+    """
+    first = produce_keyed(bootstrap, topic, n - partitions, partitions=partitions, **kw)
+    last = produce_keyed(bootstrap, topic, partitions, partitions=partitions, start=n - partitions, **kw)
+    return first + last
+
+
+def read(spark, bootstrap, topic, **options):
+    reader = (
+        spark.read.format("groupkafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+    )
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def project(df):
+    return df.select("key", "value", "topic", "partition", "offset", F.expr("unix_millis(timestamp)").alias("ts"))
+
+
+def expected(spark, records):
+    rows = [(r.key, r.value, r.topic, r.partition, r.offset, r.timestamp) for r in records]
+    return spark.createDataFrame(rows, COLUMNS)
+
+
+def assert_rows(spark, df, records):
+    assert_df_equality(project(df), expected(spark, records), ignore_row_order=True, ignore_nullable=True)
+
+
+def test_reads_earliest_to_latest_by_default(spark, broker, new_topic):
+    topic = new_topic(3)
+    records = produce(broker.bootstrap, topic, 30, 3, base_timestamp_ms=BASE_TS)
+    df = read(spark, broker.bootstrap, topic)
+    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    assert_rows(spark, df, records)
+
+
+def test_json_offsets(spark, broker, new_topic):
+    topic = new_topic(2)
+    records = produce(broker.bootstrap, topic, 40, 2, base_timestamp_ms=BASE_TS)
+    df = read(
+        spark, broker.bootstrap, topic,
+        startingOffsets=json.dumps({topic: {"0": 3, "1": -2}}),
+        endingOffsets=json.dumps({topic: {"0": 12, "1": -1}}),
+    )
+    want = [r for r in records if (r.partition == 0 and 3 <= r.offset < 12) or r.partition == 1]
+    assert_rows(spark, df, want)
+
+
+def test_timestamps(spark, broker, new_topic):
+    topic = new_topic(2)
+    records = produce(broker.bootstrap, topic, 40, 2, base_timestamp_ms=BASE_TS)
+    df = read(spark, broker.bootstrap, topic, startingTimestamp=str(BASE_TS + 10), endingTimestamp=str(BASE_TS + 31))
+    assert_rows(spark, df, [r for r in records if BASE_TS + 10 <= r.timestamp < BASE_TS + 31])
+    per_partition = read(
+        spark, broker.bootstrap, topic,
+        startingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 30, "1": BASE_TS}}),
+        endingOffsetsByTimestamp=json.dumps({topic: {"0": BASE_TS + 99, "1": BASE_TS + 5}}),
+    )
+    want = [r for r in records if (r.partition == 0 and r.timestamp >= BASE_TS + 30) or (r.partition == 1 and r.timestamp < BASE_TS + 5)]
+    assert_rows(spark, per_partition, want)
+    # Past the end: error by default, the end offset with the latest strategy.
+    late = {"startingTimestamp": str(BASE_TS + 1000)}
+    with pytest.raises(Exception, match="startingTimestamp"):
+        read(spark, broker.bootstrap, topic, **late).count()
+    assert read(spark, broker.bootstrap, topic, startingOffsetsByTimestampStrategy="latest", **late).count() == 0
+
+
+def test_large_ranges_split_into_contiguous_tasks(spark, broker, new_topic):
+    topic = new_topic(1)
+    records = produce(broker.bootstrap, topic, 100, 1, base_timestamp_ms=BASE_TS)
+    df = read(spark, broker.bootstrap, topic, maxRecordsPerPartition="30")
+    assert df.rdd.getNumPartitions() == 4
+    assert_rows(spark, df, records)
+    spans = (
+        df.groupBy(F.spark_partition_id().alias("task"))
+        .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"))
+        .orderBy("lo")
+        .collect()
+    )
+    assert [(s.lo, s.hi, s.n) for s in spans] == [(0, 24, 25), (25, 49, 25), (50, 74, 25), (75, 99, 25)]
+    by_min = read(spark, broker.bootstrap, topic, minPartitions="6")
+    assert by_min.rdd.getNumPartitions() == 6
+    assert_rows(spark, by_min, records)
+
+
+def test_bad_range_fails_before_reading(spark, broker, new_topic):
+    topic = new_topic(1)
+    produce(broker.bootstrap, topic, 5, 1)
+    with pytest.raises(Exception, match="option 'endingOffsets'.*before its start"):
+        read(
+            spark, broker.bootstrap, topic,
+            startingOffsets=json.dumps({topic: {"0": 4}}), endingOffsets=json.dumps({topic: {"0": 2}}),
+        ).collect()
+    with pytest.raises(Exception, match="option 'startingOffsets'.*not valid for a batch"):
+        read(spark, broker.bootstrap, topic, startingOffsets="latest").collect()
+
+
+def test_data_loss_when_the_topic_was_recreated(spark, broker, unique_name):
+    """Real loss on both dev brokers: neither supports DeleteRecords, so the broker is restarted
+    (memory storage: every record is gone) and the topic recreated with fewer records; the
+    plan resolved before the loss names offsets that no longer exist."""
+    if broker.backend == "external":
+        pytest.skip("needs an embedded broker it may restart")
+    topic = unique_name("loss")
+    with DevBroker(broker.backend, topics={topic: 2}) as own:
+        produce(own.bootstrap, topic, 20, 2)
+        plan = BackfillPlan.resolve({"kafka.bootstrap.servers": own.bootstrap, "subscribe": topic})
+        assert plan.records == 20
+        own.restart()
+        own.create_topic(topic, 2)
+        survivors = produce(own.bootstrap, topic, 4, 2)
+        opts = {**plan.read_options(), "kafka.bootstrap.servers": own.bootstrap}
+        with pytest.raises(Exception, match=f"data loss in {topic}-0.*beyond the end offset 2"):
+            spark.read.format("groupkafka").options(**opts).load().collect()
+        lenient = spark.read.format("groupkafka").options(**opts, failOnDataLoss="false").load()
+        assert_rows(spark, lenient, survivors)
