@@ -9,8 +9,8 @@ import time
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from helpers import children_of, pid_alive
 
+from helpers import children_of, pid_alive
 from spark_groupsource.devbroker import DevBroker, DevBrokerError, ExternalBroker
 from spark_groupsource.errors import GroupKafkaError
 

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+
 from helpers import children_of, consume_all, pid_alive, produce_keyed
 
 pytestmark = pytest.mark.integration

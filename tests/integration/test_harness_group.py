@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Consumer
+
 from helpers import consumer_conf, produce_keyed, wait_until
 
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from helpers import committed_offsets, consumer_conf, produce_keyed, wait_until
 
+from helpers import committed_offsets, consumer_conf, produce_keyed, wait_until
 from spark_groupsource.devbroker import DevBroker, DevBrokerError
 
 pytestmark = pytest.mark.integration  # some tests start their own DevBroker, no fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
+
 from helpers import committed_offsets, consume_all, consumer_conf, produce_keyed, wait_until
 
 

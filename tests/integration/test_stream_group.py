@@ -144,16 +144,18 @@ def test_query_shares_with_a_plain_consumer(spark, broker, new_topic, unique_nam
     if strategy == "cooperative-sticky" and broker.backend == "tansu":
         pytest.skip("one strategy is enough on the slow-rebalancing Tansu; range covers it")
     topic, group, name = new_topic(PARTS), unique_name("g"), table_name(unique_name)
-    # the consumer joins first: its first protocol is the group's (the mock requires all equal)
+    # The query joins first and so leads (the mock elects the first member): the mock answers
+    # INVALID_REQUEST to a follower SyncGroup that arrives after the leader's, and librdkafka
+    # followers are fast, while our leader waits leaderSyncDelayMs before syncing.
     session_ms = int(session_s(broker) * 1000)
-    consumer = _PolledConsumer(
-        consumer_conf(broker, group, partition_assignment_strategy=strategy,
-                      session_timeout_ms=session_ms, heartbeat_interval_ms=session_ms // 6), topic)
-    q = None
+    q = to_memory(_group_stream(spark, broker, topic, group, assignor=strategy), name, str(tmp_path / "ck"))
+    consumer = None
     try:
-        wait_until(lambda: consumer.owned, timeout=30, message="the consumer to join")
-        q = to_memory(_group_stream(spark, broker, topic, group, assignor=strategy), name, str(tmp_path / "ck"))
-        produced = []
+        produced = produce(broker.bootstrap, topic, PARTS, PARTS, start=0)
+        wait_until(lambda: process_all(q) or owned_partitions(q), timeout=60, message="the query to join")
+        consumer = _PolledConsumer(
+            consumer_conf(broker, group, partition_assignment_strategy=strategy,
+                          session_timeout_ms=session_ms, heartbeat_interval_ms=session_ms // 6), topic)
         splits = []
 
         def split() -> bool:
@@ -190,6 +192,6 @@ def test_query_shares_with_a_plain_consumer(spark, broker, new_topic, unique_nam
                         for p in theirs),
             timeout=30, message="the query's partitions committed")
     finally:
-        if q is not None:
-            stop(q)
-        consumer.close()
+        stop(q)
+        if consumer is not None:
+            consumer.close()

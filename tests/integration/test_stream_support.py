@@ -59,7 +59,7 @@ def stream(spark: Any, broker: Any, topic: str, group: str, **options: str) -> A
         .option("kafka.heartbeat.interval.ms", str(max(100, broker.recommended_session_timeout_ms // 6)))
     )
     if broker.backend == "mock":  # the mock rejects a follower SyncGroup arriving after the leader's
-        reader = reader.option("leaderSyncDelayMs", "300")
+        reader = reader.option("leaderSyncDelayMs", "1000")
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load()
