@@ -327,11 +327,11 @@ class GroupMembership:
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
 
     def _assigned(self, added: set[TopicPartition]) -> None:
-        self._assignment_seen.set()
         with self._cond:
             for tp in added:
                 if tp not in self._owned:
                     self._owned[tp] = next(self._serial)
+        self._assignment_seen.set()
         if self._consumer is not None and added:
             try:
                 self._consumer.pause(*[_kp(tp) for tp in added])

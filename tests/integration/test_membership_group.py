@@ -15,6 +15,7 @@ from confluent_kafka import Consumer
 from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from helpers import committed_offsets, consumer_conf, wait_until
+from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 
 OFFSET_COMMIT = 8
@@ -35,7 +36,7 @@ def _member(broker, group, topic, assignor="range", **cfg) -> GroupMembership:
                 "session_timeout_ms": session,
                 "max_poll_interval_ms": 20_000,
             },
-            leader_sync_delay_ms=300 if broker.backend == "mock" else 0,
+            leader_sync_delay_ms=1000 if broker.backend == "mock" else 0,
             **cfg,
         ),
         drain_timeout_s=5,
@@ -137,7 +138,16 @@ def test_commit_uses_generation_and_reads_back(broker, unique_name):
         m.close()
 
 
-def test_fenced_commit_marks_partitions_lost(mock_broker, unique_name):
+@pytest.fixture
+def private_mock(mock_broker):
+    """A mock cluster of this test's own: injected errors are cluster-wide, so a shared broker
+    would let another client consume them (or leave them behind). Needs the embedded mock."""
+    with DevBroker("mock") as b:
+        yield b
+
+
+def test_fenced_commit_marks_partitions_lost(private_mock, unique_name):
+    mock_broker = private_mock
     topic, group = unique_name("fence"), unique_name("g")
     mock_broker.create_topic(topic, 2)
     m = _member(mock_broker, group, topic)
@@ -147,7 +157,7 @@ def test_fenced_commit_marks_partitions_lost(mock_broker, unique_name):
         tp0 = TopicPartition(topic, 0)
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
         result = m.commit({tp0: 5})
-        assert result.lost == {tp0} and not result.committed
+        assert result.lost == {tp0} and not result.committed, result
         assert m.counters.fenced_commits == 1 and m.counters.partitions_lost >= 1
         assert committed_offsets(mock_broker.bootstrap, group, topic, 2)[0] is None
         # the member rejoins and owns the partition again, under a new acquisition serial
@@ -156,7 +166,8 @@ def test_fenced_commit_marks_partitions_lost(mock_broker, unique_name):
         m.close()
 
 
-def test_retriable_commit_error_is_retried(mock_broker, unique_name):
+def test_retriable_commit_error_is_retried(private_mock, unique_name):
+    mock_broker = private_mock
     topic, group = unique_name("retry"), unique_name("g")
     mock_broker.create_topic(topic, 1)
     m = _member(mock_broker, group, topic)
@@ -166,7 +177,7 @@ def test_retriable_commit_error_is_retried(mock_broker, unique_name):
         tp0 = TopicPartition(topic, 0)
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [COORDINATOR_LOAD_IN_PROGRESS] * 2)
         result = m.commit({tp0: 4})
-        assert result.committed == {tp0}
+        assert result.committed == {tp0}, result
         assert committed_offsets(mock_broker.bootstrap, group, topic, 1) == {0: 4}
     finally:
         m.close()
@@ -237,4 +248,33 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
             assert committed == {0: 1, 1: 1}
     finally:
         a.close()
+        b.close()
+
+
+def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, unique_name):
+    """KIP-345: a static member that restarts within the session timeout (no LeaveGroup) gets
+    its partitions back and the other member keeps its own. Tansu only: librdkafka's mock has
+    no static membership (and Tansu does not fence a duplicate instance id, so that part is
+    not tested here)."""
+    broker = tansu_broker
+    topic, group = unique_name("static"), unique_name("g")
+    broker.create_topic(topic, 4)
+    a = _member(broker, group, topic, group_instance_id="member-a")
+    b = _member(broker, group, topic, group_instance_id="member-b")
+    a.start()
+    assert a.wait_for_assignment(60)
+    b.start()
+    try:
+        a_parts, b_parts = wait_until(_settled(a, _Owned(b), 4), timeout=60, message="a 2+2 split")
+        a.close()  # static: no LeaveGroup, the coordinator keeps member-a's slot
+        a2 = _member(broker, group, topic, group_instance_id="member-a")
+        a2.start()
+        try:
+            assert a2.wait_for_assignment(60)
+            wait_until(lambda: set(a2.snapshot().owned) == a_parts, timeout=30,
+                       message="the restarted static member to get its partitions back")
+            assert set(b.snapshot().owned) == b_parts
+        finally:
+            a2.close()
+    finally:
         b.close()
