@@ -115,6 +115,8 @@ def configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("spark_groupsource").setLevel(level)
+    # Spark's Python workers (the stream's driver-side runner among them) log at this level too
+    os.environ["GROUPKAFKA_LOG_LEVEL"] = level
 
 
 def spark_session(app_name: str):
@@ -124,7 +126,11 @@ def spark_session(app_name: str):
 
     from spark_groupsource.source import GroupKafkaDataSource
 
-    spark = SparkSession.builder.appName(app_name).getOrCreate()
+    builder = SparkSession.builder.appName(app_name)
+    level = os.environ.get("GROUPKAFKA_LOG_LEVEL")
+    if level:  # workers are started by the JVM: hand them the level through its conf
+        builder = builder.config("spark.executorEnv.GROUPKAFKA_LOG_LEVEL", level)
+    spark = builder.getOrCreate()
     spark.dataSource.register(GroupKafkaDataSource)
     return spark
 

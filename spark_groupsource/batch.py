@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
@@ -40,6 +39,7 @@ from assignment.model import TopicPartition
 from spark_groupsource import options as opt
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.fetch import read_partition
+from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.offset_reader import OffsetReader
 from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
 
@@ -57,20 +57,6 @@ log = logging.getLogger("spark_groupsource.batch")
 
 #: Set in the environment of spark-submit (so Spark's Python workers inherit it) to see the
 #: connector's logs from inside Spark's Python workers (planning, fetch) on stderr.
-LOG_LEVEL_ENV = "GROUPKAFKA_LOG_LEVEL"
-
-
-def configure_worker_logging() -> None:
-    """In a Spark Python worker, send ``spark_groupsource.*`` logs to stderr at the level
-    named by ``$GROUPKAFKA_LOG_LEVEL`` (nothing when unset or when a handler exists)."""
-    level = os.environ.get(LOG_LEVEL_ENV, "").strip().upper()
-    root = logging.getLogger("spark_groupsource")
-    if not level or root.handlers or level not in logging.getLevelNamesMapping():
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(level)
 
 
 # --------------------------------------------------------------------------- broker queries

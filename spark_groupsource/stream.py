@@ -28,6 +28,7 @@ from assignment.registry import create_assignors
 from spark_groupsource import options as opt
 from spark_groupsource.errors import DataLossError, OptionError
 from spark_groupsource.fetch import read_partition
+from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 from spark_groupsource.offset_reader import OffsetReader
 from spark_groupsource.offsets import StreamOffset, has_new_data, plan_ranges
@@ -52,6 +53,7 @@ class _Driver:
     """Driver-only state: group membership, the offset reader, positions, planned batches."""
 
     def __init__(self, opts: opt.StreamOptions):
+        configure_worker_logging()
         self.opts = opts
         assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
         self.membership = GroupMembership(
