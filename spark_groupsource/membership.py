@@ -25,6 +25,7 @@ from kafka.structs import MemberState, OffsetAndMetadata
 from kafka.structs import TopicPartition as KpTP
 
 from assignment.base import Assignor
+from assignment.errors import AssignmentError
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
 from spark_groupsource.assignor_bridge import (
@@ -129,7 +130,6 @@ class GroupMembership:
         self._serial = itertools.count(1)
         self._revoking: set[TopicPartition] = set()
         self._inflight: frozenset[TopicPartition] = frozenset()
-        self._generation = -1
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: KafkaConsumer | None = None
@@ -163,7 +163,16 @@ class GroupMembership:
         coord = consumer._coordinator
 
         def _perform(leader_id, protocol_name, members):
-            encoded, topics = perform_assignment(self._assignors, coord._cluster, protocol_name, members)
+            try:
+                encoded, topics = perform_assignment(self._assignors, coord._cluster, protocol_name, members)
+            except AssignmentError as exc:
+                # a configuration the group cannot satisfy (e.g. more redundant replicas than
+                # members, co-partitioned topics of different sizes): fail the query clearly
+                # instead of rejoining forever
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                raise
             if cfg.leader_sync_delay_ms and len(members) > 1:
                 time.sleep(cfg.leader_sync_delay_ms / 1000.0)
             # what kafka-python's own leader path does, so its metadata watch keeps working
@@ -172,6 +181,11 @@ class GroupMembership:
             coord._cluster.request_update()
             coord._is_leader = True
             coord._assignment_snapshot = coord._metadata_snapshot
+            # Keep the join "needed" until kafka-python has processed its result: a rejoin
+            # caused by a metadata change is otherwise forgotten once the snapshots match,
+            # and a poll() whose timer expires mid-join never picks the SyncGroup result up
+            # (the member then sits in REBALANCING until its session expires).
+            coord.rejoin_needed = True
             return encoded
 
         coord._perform_assignment = _perform
@@ -187,17 +201,24 @@ class GroupMembership:
     def _run(self) -> None:
         consumer = self._consumer
         assert consumer is not None
+        interval = self.config.poll_interval_ms / 1000.0
         while not self._closed.is_set():
             try:
+                started = time.monotonic()
                 consumer.poll(timeout_ms=self.config.poll_interval_ms, max_records=1)
-                gen = consumer._coordinator._generation
-                with self._cond:
-                    self._generation = gen.generation_id if gen is not None else -1
-                    if consumer.assignment():
-                        paused = consumer.paused()
-                        todo = [tp for tp in consumer.assignment() if tp not in paused]
-                        if todo:
-                            consumer.pause(*todo)
+                # poll() returns at once while a join is in flight: do not spin (the GIL is
+                # shared with kafka-python's IO thread, which does the actual work)
+                rest = interval - (time.monotonic() - started)
+                if rest > 0:
+                    self._closed.wait(rest)
+                # Never call into the consumer while holding self._cond: kafka-python runs our
+                # listener on its IO thread, which takes self._cond (lock-order deadlock).
+                assigned = consumer.assignment()
+                if assigned:
+                    paused = consumer.paused()
+                    todo = [tp for tp in assigned if tp not in paused]
+                    if todo:
+                        consumer.pause(*todo)
             except Exception as exc:  # noqa: BLE001 - kept for the planner to raise
                 if self._closed.is_set():
                     break
@@ -274,6 +295,20 @@ class GroupMembership:
             time.sleep(0.05)
         return False
 
+    def describe(self) -> str:
+        """One line of state for errors and logs (no configuration: it may hold secrets)."""
+        c = self._consumer
+        coord = c._coordinator if c is not None else None
+        with self._cond:
+            owned, revoking = len(self._owned), len(self._revoking)
+        return (
+            f"group {self.config.group_id!r}: state={getattr(coord, 'state', None)} "
+            f"generation={getattr(coord, '_generation', None)} "
+            f"rebalancing={coord.rebalance_in_progress() if coord else None} "
+            f"assignment_seen={self._assignment_seen.is_set()} owned={owned} revoking={revoking} "
+            f"error={self._error!r}"
+        )
+
     # ---- the drain hand-shake ---------------------------------------------------------
     def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
         """Record the batch about to run; False (nothing recorded) when a revocation started
@@ -290,7 +325,16 @@ class GroupMembership:
             self._inflight = frozenset()
             self._cond.notify_all()
 
+    @property
+    def cooperative(self) -> bool:
+        """KIP-429: partitions not being revoked keep flowing through a rebalance."""
+        return self._protocol is RebalanceProtocol.COOPERATIVE
+
     def may_plan(self) -> bool:
+        """Eager: no new batch while a rebalance is under way. Cooperative: always (the
+        planner leaves out the partitions being revoked)."""
+        if self.cooperative:
+            return True
         with self._cond:
             return not self._revoking
 

@@ -16,6 +16,7 @@ from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from helpers import committed_offsets, consumer_conf, wait_until
 from spark_groupsource.devbroker import DevBroker
+from spark_groupsource.errors import MembershipError
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 
 OFFSET_COMMIT = 8
@@ -35,6 +36,8 @@ def _member(broker, group, topic, assignor="range", **cfg) -> GroupMembership:
                 "api_version": (2, 3),
                 "session_timeout_ms": session,
                 "max_poll_interval_ms": 20_000,
+                # the mock sometimes never answers a SyncGroup: time out and rejoin sooner
+                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
             },
             leader_sync_delay_ms=1000 if broker.backend == "mock" else 0,
             **cfg,
@@ -105,7 +108,7 @@ def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
     broker.create_topic(topic, 6)
     ours = _member(broker, group, topic, assignor)
     ours.start()
-    assert ours.wait_for_assignment(60)
+    assert ours.wait_for_assignment(60), ours.describe()
     theirs = _Polling(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
     try:
         mine, other = wait_until(_settled(ours, theirs, 6), timeout=60, message="a 6-partition split")
@@ -125,7 +128,7 @@ def test_commit_uses_generation_and_reads_back(broker, unique_name):
     m = _member(broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60)
+        assert m.wait_for_assignment(60), m.describe()
         tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
         result = m.commit({tp0: 7, tp1: 3})
         assert result.committed == {tp0, tp1} and not result.lost
@@ -153,7 +156,7 @@ def test_fenced_commit_marks_partitions_lost(private_mock, unique_name):
     m = _member(mock_broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60)
+        assert m.wait_for_assignment(60), m.describe()
         tp0 = TopicPartition(topic, 0)
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
         result = m.commit({tp0: 5})
@@ -173,7 +176,7 @@ def test_retriable_commit_error_is_retried(private_mock, unique_name):
     m = _member(mock_broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60)
+        assert m.wait_for_assignment(60), m.describe()
         tp0 = TopicPartition(topic, 0)
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [COORDINATOR_LOAD_IN_PROGRESS] * 2)
         result = m.commit({tp0: 4})
@@ -189,7 +192,7 @@ def test_close_leaves_group_promptly(broker, unique_name):
     broker.create_topic(topic, 4)
     a, b = _member(broker, group, topic), _member(broker, group, topic)
     a.start()
-    assert a.wait_for_assignment(60)
+    assert a.wait_for_assignment(60), a.describe()
     b.start()
     try:
         wait_until(_settled(a, b_proxy := _Owned(b), 4), timeout=60, message="a 2+2 split")
@@ -226,7 +229,7 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
     broker.create_topic(topic, 2)
     a = _member(broker, group, topic)
     a.start()
-    assert a.wait_for_assignment(60)
+    assert a.wait_for_assignment(60), a.describe()
     owned = set(a.snapshot().owned)
     a.batch_planned(owned)
     b = _member(broker, group, topic)
@@ -262,7 +265,7 @@ def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, uniqu
     a = _member(broker, group, topic, group_instance_id="member-a")
     b = _member(broker, group, topic, group_instance_id="member-b")
     a.start()
-    assert a.wait_for_assignment(60)
+    assert a.wait_for_assignment(60), a.describe()
     b.start()
     try:
         a_parts, b_parts = wait_until(_settled(a, _Owned(b), 4), timeout=60, message="a 2+2 split")
@@ -270,7 +273,7 @@ def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, uniqu
         a2 = _member(broker, group, topic, group_instance_id="member-a")
         a2.start()
         try:
-            assert a2.wait_for_assignment(60)
+            assert a2.wait_for_assignment(60), a2.describe()
             wait_until(lambda: set(a2.snapshot().owned) == a_parts, timeout=30,
                        message="the restarted static member to get its partitions back")
             assert set(b.snapshot().owned) == b_parts
@@ -278,3 +281,76 @@ def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, uniqu
             a2.close()
     finally:
         b.close()
+
+
+def test_cooperative_rebalance_keeps_unrevoked_partitions_flowing(broker, unique_name):
+    """KIP-429: when a second member joins, the first gives up only what moves; the partitions
+    it keeps never leave its ownership (same acquisition serial) and stay plannable."""
+    topic, group = unique_name("coop"), unique_name("g")
+    broker.create_topic(topic, 4)
+    a = _member(broker, group, topic, "cooperative-sticky")
+    a.start()
+    assert a.wait_for_assignment(60), a.describe()
+    before = dict(a.snapshot().owned)
+    assert len(before) == 4 and a.cooperative
+    b = _member(broker, group, topic, "cooperative-sticky")
+    b.start()
+    seen_revoking = []
+
+    def settled():
+        s = a.snapshot()
+        if s.revoking:
+            seen_revoking.append(set(s.revoking))
+            # what the planner may still read while the revoked ones drain
+            assert set(s.owned) - s.revoking, "every partition stopped during a cooperative rebalance"
+        mine, theirs = set(s.owned), set(b.snapshot().owned)
+        return len(mine) == 2 and len(theirs) == 2 and not mine & theirs and not s.rebalancing
+
+    try:
+        wait_until(settled, timeout=90, interval=0.02, message="a cooperative 2+2 split")
+        kept = a.snapshot().owned
+        assert all(before[tp] == serial for tp, serial in kept.items()), "kept partitions were re-acquired"
+        assert all(r.isdisjoint(kept) for r in seen_revoking)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_redundant_only_the_primary_commits(mock_broker, unique_name):
+    """``redundant``: both members read every partition; each commits only where it is primary."""
+    topic, group = unique_name("redundant"), unique_name("g")
+    mock_broker.create_topic(topic, 4)
+    a = _member(mock_broker, group, topic, "redundant")
+    b = _member(mock_broker, group, topic, "redundant")
+    a.start()
+    b.start()  # together: alone, a member cannot hold 2 replicas (see the next test)
+    try:
+        all_parts = {TopicPartition(topic, p) for p in range(4)}
+
+        def both_hold_all():
+            sa, sb = a.snapshot(), b.snapshot()
+            ok = set(sa.owned) == all_parts and set(sb.owned) == all_parts and not sa.rebalancing
+            return (sa, sb) if ok and sa.committable and sb.committable else None
+
+        sa, sb = wait_until(both_hold_all, timeout=60, message="two replicas of every partition")
+        assert sa.committable | sb.committable == all_parts
+        assert not sa.committable & sb.committable
+        ra = a.commit({tp: 10 for tp in all_parts})
+        assert ra.committed == sa.committable and ra.skipped == all_parts - sa.committable
+    finally:
+        a.close()
+        b.close()
+
+
+def test_unsatisfiable_assignment_fails_clearly(mock_broker, unique_name):
+    """More redundant replicas than members: the leader's assignor refuses, and the member
+    reports that as its error instead of rejoining forever."""
+    topic, group = unique_name("lonely"), unique_name("g")
+    mock_broker.create_topic(topic, 2)
+    m = _member(mock_broker, group, topic, "redundant")
+    m.start()
+    try:
+        with pytest.raises(MembershipError, match="2 replicas requested but only 1 member"):
+            wait_until(lambda: m.wait_for_assignment(1), timeout=30, message="the assignor error")
+    finally:
+        m.close()

@@ -60,6 +60,8 @@ def stream(spark: Any, broker: Any, topic: str, group: str, **options: str) -> A
     )
     if broker.backend == "mock":  # the mock rejects a follower SyncGroup arriving after the leader's
         reader = reader.option("leaderSyncDelayMs", "1000")
+        # it also sometimes never answers a SyncGroup: time out and rejoin sooner
+        reader = reader.option("kafka.request.timeout.ms", "5000")
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load()
