@@ -181,11 +181,6 @@ class GroupMembership:
             coord._cluster.request_update()
             coord._is_leader = True
             coord._assignment_snapshot = coord._metadata_snapshot
-            # Keep the join "needed" until kafka-python has processed its result: a rejoin
-            # caused by a metadata change is otherwise forgotten once the snapshots match,
-            # and a poll() whose timer expires mid-join never picks the SyncGroup result up
-            # (the member then sits in REBALANCING until its session expires).
-            coord.rejoin_needed = True
             return encoded
 
         coord._perform_assignment = _perform
@@ -213,6 +208,7 @@ class GroupMembership:
                     self._closed.wait(rest)
                 # Never call into the consumer while holding self._cond: kafka-python runs our
                 # listener on its IO thread, which takes self._cond (lock-order deadlock).
+                self._recover_orphaned_join(consumer._coordinator)
                 assigned = consumer.assignment()
                 if assigned:
                     paused = consumer.paused()
@@ -230,6 +226,22 @@ class GroupMembership:
                         self._cond.notify_all()
                     return
                 time.sleep(0.2)
+
+    @staticmethod
+    def _recover_orphaned_join(coord) -> None:
+        """kafka-python 3.0.12 forgets a join whose result arrived after poll()'s timer ran out
+        when the rejoin was caused by a metadata change (the leader's snapshots match again
+        once it has assigned): the member then sits in REBALANCING until its session expires.
+        Seen as: state REBALANCING, join task done, no rejoin needed. Ask for a fresh join."""
+        task = getattr(coord, "_join_task", None)
+        if (
+            coord.state is MemberState.REBALANCING
+            and task is not None
+            and task.is_done
+            and not coord.need_rejoin()
+        ):
+            log.info("group %s: recovering a join whose result was not picked up", coord.group_id)
+            coord.rejoin_needed = True
 
     def close(self, leave: bool = True) -> None:
         """Leave the group (dynamic members; static ones keep their assignment) and stop."""
