@@ -354,3 +354,40 @@ def test_unsatisfiable_assignment_fails_clearly(mock_broker, unique_name):
             wait_until(lambda: m.wait_for_assignment(1), timeout=30, message="the assignor error")
     finally:
         m.close()
+
+
+def test_pattern_subscription_picks_up_new_topics(broker, unique_name):
+    """subscribePattern: a topic created later that matches the whole pattern is assigned
+    after the leader's metadata watch sees it; a topic that only contains a match is not."""
+    prefix = unique_name("pat").replace("-", "_")
+    first, later, other = f"{prefix}_a", f"{prefix}_b", f"x{prefix}_c"
+    broker.create_topic(first, 2)
+    m = GroupMembership(
+        MembershipConfig(
+            group_id=unique_name("g"),
+            assignors=tuple(create_assignors("range")),
+            pattern=f"(?:{prefix}_.*)\\Z",  # what the stream passes for subscribePattern
+            client_config={
+                "bootstrap_servers": broker.bootstrap.split(","),
+                "api_version": (2, 3),
+                "session_timeout_ms": broker.recommended_session_timeout_ms,
+                "metadata_max_age_ms": 1_000,
+                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
+            },
+        ),
+        drain_timeout_s=5,
+    )
+    m.start()
+    try:
+        assert m.wait_for_assignment(60), m.describe()
+        wait_until(lambda: {tp.topic for tp in m.snapshot().owned} == {first}, timeout=30,
+                   message="the first matching topic")
+        broker.create_topic(later, 3)
+        broker.create_topic(other, 1)
+        want = {TopicPartition(first, p) for p in range(2)} | {TopicPartition(later, p) for p in range(3)}
+        wait_until(lambda: set(m.snapshot().owned) == want and not m.snapshot().rebalancing,
+                   timeout=60, message="the new matching topic's partitions")
+        time.sleep(2)  # the non-matching topic is never picked up
+        assert set(m.snapshot().owned) == want
+    finally:
+        m.close()
