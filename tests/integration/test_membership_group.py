@@ -159,6 +159,9 @@ def test_fenced_commit_marks_partitions_lost(private_mock, unique_name):
     try:
         assert m.wait_for_assignment(60), m.describe()
         tp0 = TopicPartition(topic, 0)
+        # a first round may assign nothing (topic metadata not yet seen by the leader)
+        wait_until(lambda: tp0 in m.snapshot().owned and not m.snapshot().rebalancing,
+                   timeout=30, message="ownership of partition 0")
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
         result = m.commit({tp0: 5})
         assert result.lost == {tp0} and not result.committed, result
@@ -179,6 +182,8 @@ def test_retriable_commit_error_is_retried(private_mock, unique_name):
     try:
         assert m.wait_for_assignment(60), m.describe()
         tp0 = TopicPartition(topic, 0)
+        wait_until(lambda: tp0 in m.snapshot().owned and not m.snapshot().rebalancing,
+                   timeout=30, message="ownership of partition 0")
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [COORDINATOR_LOAD_IN_PROGRESS] * 2)
         result = m.commit({tp0: 4})
         assert result.committed == {tp0}, result

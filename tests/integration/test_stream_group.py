@@ -190,7 +190,7 @@ def test_query_shares_with_a_plain_consumer(spark, broker, new_topic, unique_nam
         wait_until(
             lambda: all(committed_offsets(broker.bootstrap, group, topic, PARTS)[p] == ends(produced)[p]
                         for p in theirs),
-            timeout=30, message="the query's partitions committed")
+            timeout=90, message="the query's partitions committed")
     finally:
         stop(q)
         if consumer is not None:
