@@ -245,7 +245,7 @@ class _Driver:
         with self.lock:
             self.complete(start_json)
             snap = self.membership.snapshot()
-            if not self.membership.may_plan() or (snap.rebalancing and not self.membership.cooperative):
+            if snap.rebalancing or not self.membership.may_plan():
                 return start_json  # plan nothing new while partitions are being handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
