@@ -243,7 +243,7 @@ class GroupMembership:
             log.info("group %s: recovering a join whose result was not picked up", coord.group_id)
             coord.rejoin_needed = True
 
-    def close(self, leave: bool = True) -> None:
+    def close(self) -> None:
         """Leave the group (dynamic members; static ones keep their assignment) and stop."""
         if self._closed.is_set():
             return
@@ -254,11 +254,9 @@ class GroupMembership:
             self._thread.join(timeout=10)
         if self._consumer is not None:
             try:
-                if not leave or self.config.group_instance_id:
-                    # kafka-python sends LeaveGroup only for dynamic members
-                    self._consumer.close(autocommit=False)
-                else:
-                    self._consumer.close(autocommit=False)
+                # kafka-python sends LeaveGroup only for dynamic members (static ones keep
+                # their assignment across a restart within the session timeout)
+                self._consumer.close(autocommit=False)
             except Exception as exc:  # noqa: BLE001
                 log.warning("group %s: error while leaving: %s", self.config.group_id, exc)
         log.info("group %s: left the group", self.config.group_id)
