@@ -47,6 +47,22 @@ def _member(broker, group, topic, assignor="range", **cfg) -> GroupMembership:
     )
 
 
+def _owning(m: GroupMembership, topic: str, partitions: int) -> dict[TopicPartition, int]:
+    """Wait until ``m`` alone owns every partition of ``topic``, with no rebalance under way.
+
+    The first round may assign nothing: the leader can join before its metadata has the
+    topic that was just created, and its metadata watch then starts a second round.
+    """
+    assert m.wait_for_assignment(60), m.describe()
+    want = {TopicPartition(topic, p) for p in range(partitions)}
+
+    def check():
+        s = m.snapshot()
+        return dict(s.owned) if set(s.owned) == want and not s.rebalancing else None
+
+    return wait_until(check, timeout=30, message=f"ownership of {topic}'s {partitions} partitions")
+
+
 class _Polling:
     """A librdkafka consumer polled from a thread, recording what it owns."""
 
@@ -109,7 +125,7 @@ def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
     broker.create_topic(topic, 6)
     ours = _member(broker, group, topic, assignor)
     ours.start()
-    assert ours.wait_for_assignment(60), ours.describe()
+    _owning(ours, topic, 6)
     theirs = _Polling(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
     try:
         mine, other = wait_until(_settled(ours, theirs, 6), timeout=60, message="a 6-partition split")
@@ -129,7 +145,7 @@ def test_commit_uses_generation_and_reads_back(broker, unique_name):
     m = _member(broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60), m.describe()
+        _owning(m, topic, 2)
         tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
         result = m.commit({tp0: 7, tp1: 3})
         assert result.committed == {tp0, tp1} and not result.lost
@@ -157,11 +173,8 @@ def test_fenced_commit_marks_partitions_lost(private_mock, unique_name):
     m = _member(mock_broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60), m.describe()
+        _owning(m, topic, 2)
         tp0 = TopicPartition(topic, 0)
-        # a first round may assign nothing (topic metadata not yet seen by the leader)
-        wait_until(lambda: tp0 in m.snapshot().owned and not m.snapshot().rebalancing,
-                   timeout=30, message="ownership of partition 0")
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
         result = m.commit({tp0: 5})
         assert result.lost == {tp0} and not result.committed, result
@@ -180,10 +193,8 @@ def test_retriable_commit_error_is_retried(private_mock, unique_name):
     m = _member(mock_broker, group, topic)
     m.start()
     try:
-        assert m.wait_for_assignment(60), m.describe()
+        _owning(m, topic, 1)
         tp0 = TopicPartition(topic, 0)
-        wait_until(lambda: tp0 in m.snapshot().owned and not m.snapshot().rebalancing,
-                   timeout=30, message="ownership of partition 0")
         mock_broker.mock.push_request_errors(OFFSET_COMMIT, [COORDINATOR_LOAD_IN_PROGRESS] * 2)
         result = m.commit({tp0: 4})
         assert result.committed == {tp0}, result
@@ -198,7 +209,7 @@ def test_close_leaves_group_promptly(broker, unique_name):
     broker.create_topic(topic, 4)
     a, b = _member(broker, group, topic), _member(broker, group, topic)
     a.start()
-    assert a.wait_for_assignment(60), a.describe()
+    _owning(a, topic, 4)
     b.start()
     try:
         wait_until(_settled(a, b_proxy := _Owned(b), 4), timeout=60, message="a 2+2 split")
@@ -245,8 +256,7 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
     broker.create_topic(topic, 2)
     a = _member(broker, group, topic)
     a.start()
-    assert a.wait_for_assignment(60), a.describe()
-    owned = set(a.snapshot().owned)
+    owned = set(_owning(a, topic, 2))
     a.batch_planned(owned)
     b = _member(broker, group, topic)
     b.start()
@@ -281,7 +291,7 @@ def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, uniqu
     a = _member(broker, group, topic, group_instance_id="member-a")
     b = _member(broker, group, topic, group_instance_id="member-b")
     a.start()
-    assert a.wait_for_assignment(60), a.describe()
+    _owning(a, topic, 4)
     b.start()
     try:
         a_parts, b_parts = wait_until(_settled(a, _Owned(b), 4), timeout=60, message="a 2+2 split")
@@ -306,9 +316,8 @@ def test_cooperative_rebalance_keeps_unrevoked_partitions_flowing(broker, unique
     broker.create_topic(topic, 4)
     a = _member(broker, group, topic, "cooperative-sticky")
     a.start()
-    assert a.wait_for_assignment(60), a.describe()
-    before = dict(a.snapshot().owned)
-    assert len(before) == 4 and a.cooperative
+    before = _owning(a, topic, 4)
+    assert a.cooperative
     b = _member(broker, group, topic, "cooperative-sticky")
     b.start()
     seen_revoking = []
@@ -366,8 +375,10 @@ def test_unsatisfiable_assignment_fails_clearly(mock_broker, unique_name):
     m = _member(mock_broker, group, topic, "redundant")
     m.start()
     try:
+        # snapshot() raises the assignor's error; an assignment (owning anything) fails the test.
+        # The first round may see no partitions yet (nothing to replicate), hence the wait.
         with pytest.raises(MembershipError, match="2 replicas requested but only 1 member"):
-            wait_until(lambda: m.wait_for_assignment(1), timeout=30, message="the assignor error")
+            wait_until(lambda: m.snapshot().owned, timeout=30, message="the assignor error")
     finally:
         m.close()
 
