@@ -130,6 +130,9 @@ class GroupMembership:
         self._serial = itertools.count(1)
         self._revoking: set[TopicPartition] = set()
         self._inflight: frozenset[TopicPartition] = frozenset()
+        # offsets whose commit failed for a non-fencing reason: partition -> (offset, serial)
+        self._pending: dict[TopicPartition, tuple[int, int | None]] = {}
+        self._commit_lock = threading.Lock()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: KafkaConsumer | None = None
@@ -340,13 +343,13 @@ class GroupMembership:
         """KIP-429: partitions not being revoked keep flowing through a rebalance."""
         return self._protocol is RebalanceProtocol.COOPERATIVE
 
-    def may_plan(self) -> bool:
+    def may_plan(self, snap: Snapshot | None = None) -> bool:
         """Eager: no new batch while a rebalance is under way. Cooperative: always (the
-        planner leaves out the partitions being revoked)."""
+        planner leaves out the partitions being revoked; commits that meet the rebalance are
+        kept and sent once it is over)."""
         if self.cooperative:
             return True
-        with self._cond:
-            return not self._revoking
+        return not (snap or self.snapshot()).rebalancing
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         """Give partitions up only after the batch reading them has completed and committed."""
@@ -355,18 +358,34 @@ class GroupMembership:
         with self._cond:
             self._revoking |= revoked
         deadline = time.monotonic() + self.drain_timeout_s
+        flusher: threading.Thread | None = None
         net = self._consumer._coordinator._net if self._consumer else None
         while True:
             with self._cond:
                 busy = self._inflight & revoked
-            if not busy or self._closed.is_set():
+                unsent = set(self._pending) & revoked
+            if self._closed.is_set():
                 break
+            if not busy:
+                if not unsent:
+                    break
+                # offsets kept from a commit that met the rebalance: one more try now that
+                # the batch is done (the planner may be busy with a long batch elsewhere)
+                if flusher is None:
+                    flusher = threading.Thread(target=self.flush_pending, daemon=True,
+                                               name=f"groupkafka-flush-{self.config.group_id}")
+                    flusher.start()
+                elif not flusher.is_alive():
+                    log.warning("group %s: giving up %d revoked partitions whose last commit failed: "
+                                "the next owner re-reads from the group's offset (at-least-once)",
+                                self.config.group_id, len(unsent))
+                    break
             if time.monotonic() > deadline:
                 self.counters.drain_timeouts += 1
                 log.warning(
-                    "group %s: in-flight batch did not complete within %.0fs; giving up %d partitions "
-                    "uncommitted: the next owner re-reads from the last commit (at-least-once)",
-                    self.config.group_id, self.drain_timeout_s, len(busy),
+                    "group %s: in-flight batch did not complete and commit within %.0fs; giving up %d "
+                    "partitions uncommitted: the next owner re-reads from the last commit (at-least-once)",
+                    self.config.group_id, self.drain_timeout_s, len(busy | unsent),
                 )
                 break
             if net is not None:
@@ -376,6 +395,7 @@ class GroupMembership:
         with self._cond:
             for tp in revoked:
                 self._owned.pop(tp, None)
+                self._pending.pop(tp, None)
             self._revoking -= revoked
             self.counters.rebalances += 1
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
@@ -396,6 +416,8 @@ class GroupMembership:
     def _lost(self, lost: set[TopicPartition], why: str) -> None:
         with self._cond:
             gone = [tp for tp in lost if self._owned.pop(tp, None) is not None]
+            for tp in lost:
+                self._pending.pop(tp, None)
             self._revoking -= lost
             self.counters.partitions_lost += len(gone)
         if gone:
@@ -416,41 +438,81 @@ class GroupMembership:
         """Commit with our member id and generation; only partitions we still own.
 
         ``serials`` (partition -> acquisition serial when the range was planned) keeps us
-        from committing a position planned under an earlier ownership.
+        from committing a position planned under an earlier ownership. Offsets that fail for
+        a reason other than fencing (a rebalance under way, the coordinator moving) are kept
+        and sent again with the next commit or ``flush_pending``, as long as the partition
+        stays ours under the same acquisition.
         """
-        snap = self.snapshot()
-        mine, skipped = {}, set()
-        for tp, off in offsets.items():
-            serial_ok = serials is None or snap.owned.get(tp) == serials.get(tp)
-            if tp in snap.committable and serial_ok:
-                mine[tp] = off
-            else:
-                skipped.add(tp)
-        if not mine:
-            return CommitResult(skipped=frozenset(skipped))
-        payload = {_kp(tp): OffsetAndMetadata(off, "", -1) for tp, off in mine.items()}
-        try:
-            self._consumer.commit(payload)
-        except kerr.CommitFailedError as exc:
-            cause = exc.args[0] if exc.args else None
-            if isinstance(cause, _FENCES) or "Generation" in type(cause).__name__ or "UnknownMember" in type(cause).__name__:
+        with self._commit_lock:  # one commit at a time: a stale offset must never land last
+            snap = self.snapshot()
+            with self._cond:
+                todo = dict(self._pending)
+            for tp, off in offsets.items():
+                todo[tp] = (off, None if serials is None else serials.get(tp, -1))
+            mine, skipped = {}, set()
+            for tp, (off, serial) in todo.items():
+                if tp in snap.committable and (serial is None or snap.owned.get(tp) == serial):
+                    mine[tp] = off
+                else:
+                    skipped.add(tp)
+            if not mine:
+                self._settle_pending(skipped)
+                return CommitResult(skipped=frozenset(skipped))
+            payload = {_kp(tp): OffsetAndMetadata(off, "", -1) for tp, off in mine.items()}
+            try:
+                self._consumer.commit(payload)
+            except kerr.CommitFailedError as exc:
+                cause = exc.args[0] if exc.args else None
+                if isinstance(cause, _FENCES) or "Generation" in type(cause).__name__ or "UnknownMember" in type(cause).__name__:
+                    return self._fenced(mine, skipped, exc)
+                return self._deferred(mine, todo, skipped, exc)
+            except _FENCES as exc:
                 return self._fenced(mine, skipped, exc)
-            self.counters.commit_failures += 1
-            log.warning("group %s: commit failed, will retry with the next batch: %s", self.config.group_id, exc)
-            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
-        except _FENCES as exc:
-            return self._fenced(mine, skipped, exc)
-        except kerr.KafkaError as exc:
-            self.counters.commit_failures += 1
-            log.warning("group %s: commit failed, will retry with the next batch: %s", self.config.group_id, exc)
-            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
-        self.counters.commits += 1
-        log.info("group %s: committed %s", self.config.group_id,
-                 ", ".join(f"{tp}@{off}" for tp, off in sorted(mine.items())))
-        return CommitResult(committed=frozenset(mine), skipped=frozenset(skipped))
+            except kerr.KafkaError as exc:
+                return self._deferred(mine, todo, skipped, exc)
+            self._settle_pending(set(mine) | skipped)
+            self.counters.commits += 1
+            log.info("group %s: committed %s", self.config.group_id,
+                     ", ".join(f"{tp}@{off}" for tp, off in sorted(mine.items())))
+            return CommitResult(committed=frozenset(mine), skipped=frozenset(skipped))
+
+    def flush_pending(self) -> CommitResult | None:
+        """Send the offsets kept from failed commits once the generation is stable again;
+        None when there is nothing to send or the member is still rebalancing."""
+        with self._cond:
+            if not self._pending:
+                return None
+        consumer = self._consumer
+        if consumer is None or consumer._coordinator.generation_if_stable() is None:
+            return None
+        return self.commit({})
+
+    def pending(self) -> dict[TopicPartition, int]:
+        with self._cond:
+            return {tp: off for tp, (off, _) in self._pending.items()}
+
+    def _settle_pending(self, done: set[TopicPartition]) -> None:
+        with self._cond:
+            for tp in done:
+                self._pending.pop(tp, None)
+            self._cond.notify_all()
+
+    def _deferred(self, mine, todo, skipped, exc) -> CommitResult:
+        self.counters.commit_failures += 1
+        with self._cond:
+            for tp in skipped:
+                self._pending.pop(tp, None)
+            for tp in mine:
+                if tp in self._owned:  # not revoked or lost meanwhile
+                    self._pending[tp] = todo[tp]
+            self._cond.notify_all()
+        log.warning("group %s: commit of %d partitions failed (%s); kept and retried once the group "
+                    "is stable", self.config.group_id, len(mine), exc)
+        return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
 
     def _fenced(self, mine, skipped, exc) -> CommitResult:
         self.counters.fenced_commits += 1
+        self._settle_pending(set(mine) | skipped)
         self._lost(set(mine), f"commit fenced: {type(exc).__name__}")
         log.warning("group %s: commit fenced (%s); %d partitions marked lost, not retried",
                     self.config.group_id, exc, len(mine))

@@ -143,10 +143,12 @@ class _Driver:
         if self.opts.commit_offsets:
             start = StreamOffset.from_json(start_json)
             offsets = {tp: until for tp, (_, until) in start.ranges.items() if tp in serials}
-            result = self.membership.commit(offsets, serials)
-            for tp in result.lost:
-                self.positions.pop(tp, None)
+            self._forget_lost(self.membership.commit(offsets, serials))
         self.membership.batch_completed()
+
+    def _forget_lost(self, result) -> None:
+        for tp in result.lost if result is not None else ():
+            self.positions.pop(tp, None)
 
     # -- positions ---------------------------------------------------------------------------
     def _reset_position(self, tp: TopicPartition, low: int, high: int) -> int:
@@ -244,9 +246,11 @@ class _Driver:
     def plan(self, start_json: str | None, max_rows: int | None) -> str | None:
         with self.lock:
             self.complete(start_json)
+            # offsets whose commit met a rebalance go out as soon as the generation is stable
+            self._forget_lost(self.membership.flush_pending())
             snap = self.membership.snapshot()
-            if snap.rebalancing or not self.membership.may_plan():
-                return start_json  # plan nothing new while partitions are being handed over
+            if not self.membership.may_plan(snap):
+                return start_json  # eager: plan nothing new while partitions are handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
                 self.positions.pop(tp)

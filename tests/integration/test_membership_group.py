@@ -341,6 +341,42 @@ def test_cooperative_rebalance_keeps_unrevoked_partitions_flowing(broker, unique
         b.close()
 
 
+def test_commit_that_meets_a_rebalance_is_kept_and_sent_after(broker, unique_name):
+    """A commit refused because a rebalance is under way is not dropped: the member keeps the
+    offsets and sends them once the generation is stable (kept partitions by the planner's
+    flush, revoked ones before they are handed over), so the group's offset never stays behind."""
+    topic, group = unique_name("kept"), unique_name("g")
+    broker.create_topic(topic, 4)
+    a = _member(broker, group, topic, "cooperative-sticky")
+    a.start()
+    parts = set(_owning(a, topic, 4))
+    b = _member(broker, group, topic, "cooperative-sticky")
+    b.start()
+    try:
+        offset = 0
+
+        def commit_until_refused():
+            nonlocal offset
+            offset += 1
+            result = a.commit({tp: offset for tp in parts})
+            return result if result.failed else None
+
+        refused = wait_until(commit_until_refused, timeout=60, interval=0.02,
+                             message="a commit refused by the rebalance b's join starts")
+        assert refused.failed == parts and not refused.lost, refused
+        assert a.pending() == {tp: offset for tp in parts}
+        wait_until(_settled(a, _Owned(b), 4), timeout=90, message="a 2+2 split")
+        a.flush_pending()
+        assert not a.pending()
+        committed = committed_offsets(broker.bootstrap, group, topic, 4)
+        # every partition carries the refused commit: a's kept ones through the flush, the
+        # revoked ones through the drain before they were handed to b
+        assert committed == {tp.partition: offset for tp in parts}, committed
+    finally:
+        a.close()
+        b.close()
+
+
 def test_redundant_only_the_primary_commits(mock_broker, unique_name):
     """``redundant``: both members read every partition; each commits only where it is primary."""
     topic, group = unique_name("redundant"), unique_name("g")

@@ -1,0 +1,122 @@
+"""The planner through a rebalance, driven the way Spark's runner drives it.
+
+These tests call the reader's driver-side methods (``initialOffset``, ``latestOffset``) in
+Spark's order against a real broker while a second member joins the group, so they can look
+at what is planned *during* the rebalance, which a running query does not expose. The
+queries in ``test_stream_group.py`` cover the same paths end to end through Spark.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+from test_stream_support import produce
+
+from assignment.model import TopicPartition
+from assignment.registry import create_assignors
+from helpers import committed_offsets, wait_until
+from spark_groupsource.membership import GroupMembership, MembershipConfig
+from spark_groupsource.offsets import StreamOffset
+from spark_groupsource.stream import GroupKafkaStreamReader
+
+PARTS = 4
+
+
+def _reader(broker, topic, group, assignor):
+    opts = {
+        "kafka.bootstrap.servers": broker.bootstrap,
+        "kafka.group.id": group,
+        "subscribe": topic,
+        "assignor": assignor,
+        "kafka.auto.offset.reset": "earliest",
+        "kafka.session.timeout.ms": str(broker.recommended_session_timeout_ms),
+    }
+    if broker.backend == "mock":
+        opts |= {"leaderSyncDelayMs": "1000", "kafka.request.timeout.ms": "5000"}
+    return GroupKafkaStreamReader(None, opts)
+
+
+def _other_member(broker, topic, group, assignor) -> GroupMembership:
+    return GroupMembership(
+        MembershipConfig(
+            group_id=group,
+            assignors=tuple(create_assignors(assignor)),
+            topics=(topic,),
+            client_config={
+                "bootstrap_servers": broker.bootstrap.split(","),
+                "api_version": (2, 3),
+                "session_timeout_ms": broker.recommended_session_timeout_ms,
+                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
+            },
+        ),
+        drain_timeout_s=5,
+    )
+
+
+def _until(end_json: str) -> dict[TopicPartition, int]:
+    return {tp: u for tp, (_, u) in StreamOffset.from_json(end_json).ranges.items()}
+
+
+def _first_batch(reader, broker, topic) -> str:
+    """Plan and complete the batch over the records already there; returns its end."""
+    start = reader.initialOffset()
+    membership = reader._driver().membership
+    wait_until(lambda: len(membership.snapshot().owned) == PARTS and not membership.snapshot().rebalancing,
+               timeout=60, message="the reader to own every partition")
+    end = wait_until(lambda: (e := reader.latestOffset(start, ReadAllAvailable())) != start and e,
+                     timeout=30, message="a first batch")
+    assert reader.latestOffset(end, ReadAllAvailable()) == end  # completes it; nothing new
+    return end
+
+
+@pytest.mark.parametrize("assignor", ["cooperative-sticky", "range"])
+def test_planning_through_a_rebalance(broker, unique_name, assignor):
+    """Cooperative: batches keep being planned while the group rebalances, and the offsets of
+    a batch whose commit met the rebalance reach the group once it is over. Eager: nothing new
+    is planned until the rebalance is over."""
+    topic, group = unique_name("rebal"), unique_name("g")
+    broker.create_topic(topic, PARTS)
+    produce(broker.bootstrap, topic, 2 * PARTS, PARTS)
+    reader = _reader(broker, topic, group, assignor)
+    other = None
+    try:
+        end = _first_batch(reader, broker, topic)
+        membership = reader._driver().membership
+        other = _other_member(broker, topic, group, assignor)
+        other.start()
+        wait_until(lambda: membership.snapshot().rebalancing, timeout=60, message="the rebalance to start")
+        generation = membership.snapshot().generation
+        produce(broker.bootstrap, topic, PARTS, PARTS, start=100)
+        during = end
+        # plan as Spark does (one latestOffset per trigger) while the same rebalance lasts
+        while (s := membership.snapshot()).rebalancing and s.generation == generation:
+            during = reader.latestOffset(during, ReadAllAvailable())
+        if assignor == "range":
+            assert during == end, "an eager member planned a batch while its group was rebalancing"
+        else:
+            assert during != end, "a cooperative member stopped planning during the rebalance"
+            assert all(u > _until(end)[tp] for tp, u in _until(during).items()), during
+
+        # keep triggering until the group has settled 2+2 and every planned batch is committed
+        def settled():
+            nonlocal during
+            during = reader.latestOffset(during, ReadAllAvailable())
+            s, o = membership.snapshot(), other.snapshot()
+            mine = set(s.owned)
+            ok = len(mine) == 2 and len(o.owned) == 2 and not s.rebalancing and not membership.pending()
+            return ok and mine
+
+        mine = wait_until(settled, timeout=90, interval=0.1, message="a 2+2 split with nothing left to commit")
+        # one more trigger completes (and commits) the last planned batch; nothing new to read
+        assert reader.latestOffset(during, ReadAllAvailable()) == during
+        assert not membership.pending()
+        final = _until(during)
+        committed = committed_offsets(broker.bootstrap, group, topic, PARTS)
+        # the partitions still ours carry the last completed batch; the ones handed over were
+        # committed before they left (drain), so the other member starts exactly there
+        assert {tp.partition: committed[tp.partition] for tp in mine} == {tp.partition: final[tp] for tp in mine}
+        assert all(committed[p] is not None and committed[p] >= 2 for p in range(PARTS)), committed
+    finally:
+        if other is not None:
+            other.close()
+        reader.stop()
