@@ -141,8 +141,6 @@ class _PolledConsumer:
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_query_shares_with_a_plain_consumer(spark, broker, new_topic, unique_name, tmp_path, strategy):
-    if strategy == "cooperative-sticky" and broker.backend == "tansu":
-        pytest.skip("one strategy is enough on the slow-rebalancing Tansu; range covers it")
     topic, group, name = new_topic(PARTS), unique_name("g"), table_name(unique_name)
     # The query joins first and so leads (the mock elects the first member): the mock answers
     # INVALID_REQUEST to a follower SyncGroup that arrives after the leader's, and librdkafka

@@ -81,8 +81,6 @@ def test_available_now_stops_at_the_latest_at_start(spark, broker, new_topic, un
 
 @pytest.mark.parametrize("mode", ["group", "earliest", "latest", "json"])
 def test_starting_offsets(spark, broker, new_topic, unique_name, tmp_path, mode):
-    if broker.backend == "tansu" and mode in ("earliest", "latest"):
-        pytest.skip("the modes are broker-independent; covered on the mock")
     topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
     old = produce(broker.bootstrap, topic, 20, 2)
     if mode == "group":
