@@ -2,7 +2,8 @@
 
 One confluent-kafka ``Consumer`` per task (:func:`read_partition`) reads the task's ranges one
 after the other. It assigns each partition at the range start, never subscribes and never
-commits; it is a plain fetcher whose ``group.id`` only satisfies librdkafka.
+commits; it is a plain fetcher whose ``group.id`` only satisfies librdkafka. Fetchers are
+pooled per Python worker (:class:`ConsumerPool`) and reused by later tasks.
 
 How a range ends (offsets may have gaps: compaction, transaction markers):
 
@@ -26,6 +27,7 @@ Java ``TimestampType`` id (librdkafka's type minus one) and a record without tim
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
@@ -41,7 +43,7 @@ from spark_groupsource.errors import BrokerError, DataLossError
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
 
-__all__ = ["FetchStats", "fetch_range", "read_partition", "report_data_loss", "to_record_batch"]
+__all__ = ["ConsumerPool", "FetchStats", "fetch_range", "read_partition", "report_data_loss", "to_record_batch"]
 
 log = logging.getLogger("spark_groupsource.fetch")
 
@@ -150,7 +152,8 @@ def read_partition(
     if not ranges:
         return
     stats = stats if stats is not None else FetchStats()
-    consumer = Consumer(config)
+    consumer = _POOL.acquire(config)
+    healthy = False
     try:
         for rng in ranges:
             reader = _RangeReader(
@@ -163,8 +166,79 @@ def read_partition(
                 stats=stats,
             )
             yield from reader.run()
+        healthy = True
     finally:
+        _POOL.release(config, consumer, healthy)
+
+
+class ConsumerPool:
+    """Idle fetchers kept per configuration in a Python worker, which Spark reuses across tasks
+    (as Spark's Kafka source keeps its consumers): a micro-batch of many small ranges should
+    not pay a connection and metadata round trip per task. A consumer goes back unassigned
+    (librdkafka drops what it had fetched) and only after a task that ended normally."""
+
+    def __init__(self, max_idle_per_config: int = 2, idle_timeout_s: float = 300.0):
+        self.max_idle = max_idle_per_config
+        self.idle_timeout_s = idle_timeout_s
+        self._idle: dict[tuple, list[tuple[float, Consumer]]] = {}
+        self._lock = threading.Lock()
+        self.created = 0
+        self.reused = 0
+
+    @staticmethod
+    def _key(config: dict[str, Any]) -> tuple:
+        # holds secret values: only ever compared, never logged
+        return tuple(sorted((str(k), repr(v)) for k, v in config.items()))
+
+    def acquire(self, config: dict[str, Any]) -> Consumer:
+        key, now = self._key(config), time.monotonic()
+        with self._lock:
+            idle = self._idle.get(key, [])
+            fresh = [(since, c) for since, c in idle if now - since <= self.idle_timeout_s]
+            stale = [c for since, c in idle if now - since > self.idle_timeout_s]
+            found = fresh.pop()[1] if fresh else None
+            self._idle[key] = fresh
+            if found is not None:
+                self.reused += 1
+            else:
+                self.created += 1
+        for consumer in stale:
+            _close_quietly(consumer)
+        return found if found is not None else Consumer(config)
+
+    def release(self, config: dict[str, Any], consumer: Consumer, healthy: bool) -> None:
+        if healthy:
+            try:
+                consumer.unassign()
+            except KafkaException:
+                healthy = False
+        if not healthy or self.max_idle < 1:
+            _close_quietly(consumer)
+            return
+        with self._lock:
+            idle = self._idle.setdefault(self._key(config), [])
+            idle.append((time.monotonic(), consumer))
+            extra = idle[: max(0, len(idle) - self.max_idle)]
+            del idle[: len(extra)]
+        for _, old in extra:
+            _close_quietly(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for entries in idle.values():
+            for _, consumer in entries:
+                _close_quietly(consumer)
+
+
+def _close_quietly(consumer: Consumer) -> None:
+    try:
         consumer.close()
+    except Exception as exc:  # noqa: BLE001 - a fetcher that cannot close is dropped anyway
+        log.debug("closing a fetcher: %s", exc)
+
+
+_POOL = ConsumerPool()
 
 
 class _RangeReader:
@@ -251,6 +325,11 @@ class _RangeReader:
         if first.topic() != rng.topic or first.partition() != rng.partition:
             # Leftovers of an earlier assignment; librdkafka normally drops them itself.
             msgs = [m for m in msgs if m.topic() == rng.topic and m.partition() == rng.partition]
+            if not msgs:
+                return []
+        if msgs[0].offset() < self.next:
+            # below what this range still needs: a record delivered twice, never data
+            msgs = [m for m in msgs if m.offset() >= self.next]
             if not msgs:
                 return []
         if msgs[-1].offset() >= rng.until:

@@ -30,13 +30,20 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from helpers import produce_keyed
 from spark_groupsource.errors import DataLossError
-from spark_groupsource.fetch import FetchStats, fetch_range, read_partition
+from spark_groupsource.fetch import _POOL, FetchStats, fetch_range, read_partition
 from spark_groupsource.options import fetcher_config, parse_stream_options
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
 
 #: A hang is a failure, not a stuck test run.
 DEADLINE_S = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _empty_pool():
+    """Pooled fetchers outlive a test; close them before its broker goes away."""
+    yield
+    _POOL.clear()
 
 
 def config(broker: Any, **extra: str) -> dict[str, Any]:
@@ -175,6 +182,29 @@ def test_read_partition_reads_several_ranges_with_one_consumer(broker: Any, new_
     assert got == [(2, o) for o in range(4)] + [(0, o) for o in range(5, 10)] + [(1, 8), (1, 9)]
     assert max(b.num_rows for b in batches) <= 3
     assert stats.records == 11
+
+
+def test_fetchers_are_pooled_and_start_clean(broker: Any, new_topic: Any) -> None:
+    """A task's fetcher goes back to the worker's pool and the next task reuses it; what it
+    had prefetched for its last range (records past ``until``) never leaks into the next
+    range, even on the same partition further back. A task that failed closes its fetcher."""
+    topic = new_topic(1)
+    produce_keyed(broker.bootstrap, topic, 300, partitions=1)
+    cfg = config(broker)
+    _POOL.clear()
+    created, reused = _POOL.created, _POOL.reused
+
+    def offsets(rng: OffsetRange) -> list[int]:
+        return [r["offset"] for r in rows(fetch(cfg, rng))]
+
+    assert offsets(OffsetRange(topic, 0, 100, 150)) == list(range(100, 150))
+    assert offsets(OffsetRange(topic, 0, 0, 50)) == list(range(50))
+    assert offsets(OffsetRange(topic, 0, 120, 125)) == list(range(120, 125))
+    assert (_POOL.created - created, _POOL.reused - reused) == (1, 2)
+    with pytest.raises(DataLossError):
+        fetch(cfg, OffsetRange(topic, 0, 290, 400), poll_timeout_ms=5_000)  # beyond the end
+    assert offsets(OffsetRange(topic, 0, 10, 12)) == [10, 11]
+    assert (_POOL.created - created, _POOL.reused - reused) == (2, 3), "a failed task's fetcher was reused"
 
 
 # ------------------------------------------------------------------------------ gaps
