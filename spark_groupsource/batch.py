@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka import TopicPartition as CkTP
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from assignment.model import TopicPartition
@@ -46,7 +43,6 @@ from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ran
 __all__ = [
     "BrokerView",
     "GroupKafkaBatchReader",
-    "KafkaBrokerView",
     "offsets_json",
     "plan_tasks",
     "resolve_ranges",
@@ -63,7 +59,8 @@ log = logging.getLogger("spark_groupsource.batch")
 
 
 class BrokerView(Protocol):
-    """The broker queries batch planning needs (a fake of this tests the planner)."""
+    """The broker queries batch planning needs: :class:`OffsetReader` over confluent-kafka, or
+    plain data in the planner's unit tests."""
 
     def topics(self) -> dict[str, int]:
         """Every topic of the cluster with its partition count."""
@@ -76,166 +73,6 @@ class BrokerView(Protocol):
 
     def committed(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (None where nothing is committed)."""
-
-
-class KafkaBrokerView:
-    """:class:`BrokerView` over confluent-kafka: an :class:`OffsetReader` plus metadata and
-    OffsetFetch (a client that never joins a group, so reading commits disturbs nobody)."""
-
-    def __init__(self, config: Mapping[str, Any], timeout_s: float = 30.0):
-        self._config = dict(config)
-        self._timeout = timeout_s
-        self._reader = OffsetReader(self._config, timeout_s)
-        self._meta: Consumer | None = None
-
-    def _client(self, group: str | None = None) -> Consumer:
-        if group is not None:
-            return Consumer({**self._config, "group.id": group})
-        if self._meta is None:
-            self._meta = Consumer(self._config)
-        return self._meta
-
-    def close(self) -> None:
-        self._reader.close()
-        if self._meta is not None:
-            self._meta.close()
-            self._meta = None
-
-    def __enter__(self) -> KafkaBrokerView:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def topics(self) -> dict[str, int]:
-        try:
-            md = self._client().list_topics(timeout=self._timeout)
-        except KafkaException as exc:
-            raise BrokerError(f"cannot read cluster metadata: {exc.args[0]}") from exc
-        return {
-            name: len(t.partitions)
-            for name, t in md.topics.items()
-            if t.error is None and t.partitions
-        }
-
-    def watermarks(self, partitions):
-        return self._reader.watermarks(partitions)
-
-    def for_timestamps(self, stamps):
-        """The broker's ListOffsets answer, checked against the records around it.
-
-        Some Kafka-protocol brokers answer timestamp lookups wrongly (librdkafka's mock cluster
-        always says "none", the Tansu snapshot always says 0). Each answer is checked with at
-        most two one-record fetches; a wrong one is replaced by a binary search over the
-        partition (exact when timestamps grow with offsets, as with LogAppendTime).
-        """
-        found = self._reader.for_timestamps(stamps)
-        if not stamps:
-            return found
-        marks = self.watermarks(stamps)
-        probe = _RecordProbe(self._config, self._timeout)
-        try:
-            out = {}
-            for tp, ts in sorted(stamps.items()):
-                low, high = marks[tp]
-                answer = found.get(tp)
-                if not probe.confirms(tp, ts, answer, low, high):
-                    searched = probe.search(tp, ts, low, high)
-                    log.warning(
-                        "broker answered offset %s for %s at timestamp %d; records say %s "
-                        "(the broker does not implement ListOffsets by timestamp)",
-                        answer, tp, ts, searched,
-                    )
-                    answer = searched
-                out[tp] = answer
-            return out
-        finally:
-            probe.close()
-
-    def committed(self, group, partitions):
-        parts = sorted(partitions)
-        if not parts:
-            return {}
-        client = self._client(group)
-        try:
-            found = client.committed([CkTP(tp.topic, tp.partition) for tp in parts], timeout=self._timeout)
-        except KafkaException as exc:
-            raise BrokerError(f"cannot read the committed offsets of group {group!r}: {exc.args[0]}") from exc
-        finally:
-            client.close()
-        out: dict[TopicPartition, int | None] = {}
-        for ck in found:
-            if ck.error is not None:
-                raise BrokerError(f"cannot read the committed offset of {ck.topic}-{ck.partition}: {ck.error}")
-            out[TopicPartition(ck.topic, ck.partition)] = ck.offset if ck.offset >= 0 else None
-        return out
-
-
-class _RecordProbe:
-    """Reads single records to check or search timestamp lookups (driver side, rarely used)."""
-
-    def __init__(self, config: Mapping[str, Any], timeout_s: float):
-        self._consumer = Consumer({**dict(config), "enable.partition.eof": True})
-        self._timeout = timeout_s
-        self._cache: dict[tuple[TopicPartition, int], tuple[int, int] | None] = {}
-
-    def close(self) -> None:
-        self._consumer.close()
-
-    def first_at(self, tp: TopicPartition, offset: int, high: int) -> tuple[int, int] | None:
-        """(offset, timestamp ms) of the first record at or after ``offset``; None if none."""
-        if offset >= high:
-            return None
-        key = (tp, offset)
-        if key in self._cache:
-            return self._cache[key]
-        self._consumer.assign([CkTP(tp.topic, tp.partition, offset)])
-        deadline = time.monotonic() + self._timeout
-        result = None
-        while time.monotonic() < deadline:
-            msg = self._consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    break
-                raise BrokerError(f"cannot read {tp} at {offset}: {msg.error()}")
-            result = (msg.offset(), msg.timestamp()[1])
-            break
-        else:
-            raise BrokerError(f"no record of {tp} at or after {offset} within {self._timeout:.0f}s")
-        self._consumer.unassign()
-        self._cache[key] = result
-        return result
-
-    def confirms(self, tp: TopicPartition, ts: int, answer: int | None, low: int, high: int) -> bool:
-        if answer is None:
-            if high <= low:
-                return True
-            last = self.first_at(tp, high - 1, high)
-            return last is None or last[1] < ts
-        if answer < low or answer > high:
-            return False
-        at = self.first_at(tp, answer, high)
-        if at is None or at[1] < ts:
-            return False
-        if answer > low:
-            before = self.first_at(tp, answer - 1, high)
-            if before is not None and before[0] < answer and before[1] >= ts:
-                return False
-        return True
-
-    def search(self, tp: TopicPartition, ts: int, low: int, high: int) -> int | None:
-        lo, hi = low, high
-        while lo < hi:
-            mid = (lo + hi) // 2
-            rec = self.first_at(tp, mid, high)
-            if rec is not None and rec[1] >= ts:
-                hi = mid
-            else:
-                lo = (rec[0] + 1) if rec is not None else high
-        rec = self.first_at(tp, lo, high)
-        return rec[0] if rec is not None else None
 
 
 # --------------------------------------------------------------------------- option names
@@ -503,7 +340,7 @@ class GroupKafkaBatchReader(DataSourceReader):
             with BackfillPlan.from_options(self.opts) as plan:
                 # Membership ends with planning here: nothing can be committed for this read.
                 return list(plan.ranges)
-        with KafkaBrokerView(opt.fetcher_config(self.opts)) as view:
+        with OffsetReader(opt.fetcher_config(self.opts)) as view:
             return resolve_ranges(self.opts, view)
 
     def partitions(self) -> list[InputPartition]:

@@ -114,6 +114,19 @@ def test_starting_offsets(spark, broker, new_topic, unique_name, tmp_path, mode)
     assert_exactly(spark, name, want)
 
 
+def test_starting_offsets_by_timestamp(spark, broker, new_topic, unique_name, tmp_path):
+    """Each partition starts at its first record at or after its timestamp. Neither test
+    broker answers ListOffsets by timestamp correctly, so this also proves the answer is
+    checked against the records (and searched when wrong)."""
+    topic, name = new_topic(2), table_name(unique_name)
+    base = 1_700_000_000_000
+    records = produce(broker.bootstrap, topic, 40, 2, base_timestamp_ms=base)
+    starts = {"0": base + 30, "1": base + 5}
+    _run_available_now(spark, broker, topic, unique_name("g"), name, str(tmp_path / "ck"),
+                       startingOffsetsByTimestamp=json.dumps({topic: starts}))
+    assert_exactly(spark, name, [r for r in records if r.timestamp >= starts[str(r.partition)]])
+
+
 def test_include_headers(spark, broker, new_topic, unique_name, tmp_path):
     topic, group, name = new_topic(1), unique_name("g"), table_name(unique_name)
     records = produce(broker.bootstrap, topic, 5, 1, headers=True)
