@@ -309,3 +309,33 @@ def pid_alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def group_member(broker: Any, group: str, topic: str | None = None, assignor: str = "range", *,
+                 client: Mapping[str, Any] | None = None, **cfg: Any) -> Any:
+    """A driver-side group member (not started) with the broker's recommended timeouts: on the
+    mock, a leader sync delay (it rejects a follower SyncGroup arriving after the leader's) and a
+    short request timeout (it sometimes never answers a SyncGroup). ``cfg``: more
+    ``MembershipConfig`` fields (``pattern``, ``group_instance_id``...)."""
+    from assignment.registry import create_assignors
+    from spark_groupsource.membership import GroupMembership, MembershipConfig
+
+    mock = broker.backend == "mock"
+    return GroupMembership(
+        MembershipConfig(
+            group_id=group,
+            assignors=tuple(create_assignors(assignor)),
+            topics=(topic,) if topic else (),
+            client_config={
+                "bootstrap_servers": broker.bootstrap.split(","),
+                "api_version": (2, 3),
+                "session_timeout_ms": broker.recommended_session_timeout_ms,
+                "max_poll_interval_ms": 20_000,
+                **({"request_timeout_ms": 5_000} if mock else {}),
+                **(client or {}),
+            },
+            leader_sync_delay_ms=1000 if mock else 0,
+            **cfg,
+        ),
+        drain_timeout_s=5,
+    )

@@ -13,11 +13,10 @@ import pytest
 from confluent_kafka import Consumer
 
 from assignment.model import TopicPartition
-from assignment.registry import create_assignors
-from helpers import committed_offsets, consumer_conf, wait_until
+from helpers import committed_offsets, consumer_conf, group_member, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.errors import MembershipError
-from spark_groupsource.membership import GroupMembership, MembershipConfig
+from spark_groupsource.membership import GroupMembership
 
 OFFSET_COMMIT = 8
 ILLEGAL_GENERATION = 22
@@ -26,25 +25,7 @@ LEAVE_GROUP = 13
 
 
 def _member(broker, group, topic, assignor="range", **cfg) -> GroupMembership:
-    session = broker.recommended_session_timeout_ms
-    return GroupMembership(
-        MembershipConfig(
-            group_id=group,
-            assignors=tuple(create_assignors(assignor)),
-            topics=(topic,),
-            client_config={
-                "bootstrap_servers": broker.bootstrap.split(","),
-                "api_version": (2, 3),
-                "session_timeout_ms": session,
-                "max_poll_interval_ms": 20_000,
-                # the mock sometimes never answers a SyncGroup: time out and rejoin sooner
-                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
-            },
-            leader_sync_delay_ms=1000 if broker.backend == "mock" else 0,
-            **cfg,
-        ),
-        drain_timeout_s=5,
-    )
+    return group_member(broker, group, topic, assignor, **cfg)
 
 
 def _owning(m: GroupMembership, topic: str, partitions: int) -> dict[TopicPartition, int]:
@@ -425,21 +406,8 @@ def test_pattern_subscription_picks_up_new_topics(broker, unique_name):
     prefix = unique_name("pat").replace("-", "_")
     first, later, other = f"{prefix}_a", f"{prefix}_b", f"x{prefix}_c"
     broker.create_topic(first, 2)
-    m = GroupMembership(
-        MembershipConfig(
-            group_id=unique_name("g"),
-            assignors=tuple(create_assignors("range")),
-            pattern=f"(?:{prefix}_.*)\\Z",  # what the stream passes for subscribePattern
-            client_config={
-                "bootstrap_servers": broker.bootstrap.split(","),
-                "api_version": (2, 3),
-                "session_timeout_ms": broker.recommended_session_timeout_ms,
-                "metadata_max_age_ms": 1_000,
-                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
-            },
-        ),
-        drain_timeout_s=5,
-    )
+    # the pattern as the stream passes it for subscribePattern
+    m = group_member(broker, unique_name("g"), pattern=f"(?:{prefix}_.*)\\Z", client={"metadata_max_age_ms": 1_000})
     m.start()
     try:
         assert m.wait_for_assignment(60), m.describe()

@@ -13,9 +13,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from test_stream_support import produce
 
 from assignment.model import TopicPartition
-from assignment.registry import create_assignors
-from helpers import committed_offsets, wait_until
-from spark_groupsource.membership import GroupMembership, MembershipConfig
+from helpers import committed_offsets, group_member, wait_until
 from spark_groupsource.offsets import StreamOffset
 from spark_groupsource.stream import GroupKafkaStreamReader
 
@@ -34,23 +32,6 @@ def _reader(broker, topic, group, assignor):
     if broker.backend == "mock":
         opts |= {"leaderSyncDelayMs": "1000", "kafka.request.timeout.ms": "5000"}
     return GroupKafkaStreamReader(None, opts)
-
-
-def _other_member(broker, topic, group, assignor) -> GroupMembership:
-    return GroupMembership(
-        MembershipConfig(
-            group_id=group,
-            assignors=tuple(create_assignors(assignor)),
-            topics=(topic,),
-            client_config={
-                "bootstrap_servers": broker.bootstrap.split(","),
-                "api_version": (2, 3),
-                "session_timeout_ms": broker.recommended_session_timeout_ms,
-                **({"request_timeout_ms": 5_000} if broker.backend == "mock" else {}),
-            },
-        ),
-        drain_timeout_s=5,
-    )
 
 
 def _until(end_json: str) -> dict[TopicPartition, int]:
@@ -82,7 +63,7 @@ def test_planning_through_a_rebalance(broker, unique_name, assignor):
     try:
         end = _first_batch(reader, broker, topic)
         membership = reader._driver().membership
-        other = _other_member(broker, topic, group, assignor)
+        other = group_member(broker, group, topic, assignor)
         other.start()
         wait_until(lambda: membership.snapshot().rebalancing, timeout=60, message="the rebalance to start")
         generation = membership.snapshot().generation
