@@ -335,6 +335,12 @@ class MockControl:
     def set_rtt(self, broker_id: int, ms: int) -> None:
         self._call("set_rtt", broker_id=int(broker_id), ms=int(ms))
 
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic and its records (then ``DevBroker.create_topic`` may recreate it, for
+        example with more partitions: neither test broker implements CreatePartitions)."""
+        self._call("delete_topic", name=name)
+        self._broker.topics.pop(name, None)
+
     def set_coordinator(self, group_id: str, broker_id: int) -> None:
         self._call("set_coordinator", group_id=group_id, broker_id=int(broker_id))
 

@@ -48,6 +48,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_cluster_destroy": (None, [c_void_p]),
     "rd_kafka_mock_cluster_bootstraps": (c_char_p, [c_void_p]),
     "rd_kafka_mock_topic_create": (c_int, [c_void_p, c_char_p, c_int, c_int]),
+    "rd_kafka_mock_topic_delete": (c_int, [c_void_p, c_char_p]),
     "rd_kafka_mock_push_request_errors_array": (None, [c_void_p, c_int16, c_size_t, _c_int_p]),
     "rd_kafka_mock_clear_request_errors": (None, [c_void_p, c_int16]),
     "rd_kafka_mock_broker_set_down": (c_int, [c_void_p, c_int32]),
@@ -178,6 +179,10 @@ class MockCluster:
         return self._lib.rd_kafka_mock_topic_create(
             self._cluster(), name.encode(), int(partitions), replication
         )
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic with its records (clients see it gone at their next metadata)."""
+        self._check(f"deleting topic {name!r}", self._lib.rd_kafka_mock_topic_delete(self._cluster(), name.encode()))
 
     def set_partition_leader(self, topic: str, partition: int, broker_id: int) -> None:
         rc = self._lib.rd_kafka_mock_partition_set_leader(

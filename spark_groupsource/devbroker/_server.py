@@ -552,6 +552,7 @@ _MOCK_OPS = frozenset(
         "set_apiversion",
         "set_partition_leader",
         "set_topic_error",
+        "delete_topic",
         "start_request_tracking",
         "stop_request_tracking",
         "clear_requests",

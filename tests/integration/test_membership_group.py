@@ -422,3 +422,23 @@ def test_pattern_subscription_picks_up_new_topics(broker, unique_name):
         assert set(m.snapshot().owned) == want
     finally:
         m.close()
+
+
+def test_partition_count_change_is_picked_up(mock_broker, unique_name):
+    """The leader's metadata watch sees a subscribed topic's partition count change and the
+    group rebalances onto every partition. Neither test broker implements CreatePartitions, so
+    the topic is deleted and recreated with more partitions (the mock can do that)."""
+    topic = unique_name("grow")
+    mock_broker.create_topic(topic, 2)
+    m = group_member(mock_broker, unique_name("g"), topic, client={"metadata_max_age_ms": 1_000})
+    m.start()
+    try:
+        _owning(m, topic, 2)
+        mock_broker.mock.delete_topic(topic)
+        mock_broker.create_topic(topic, 4)
+        want = {TopicPartition(topic, p) for p in range(4)}
+        wait_until(lambda: set(m.snapshot().owned) == want and not m.snapshot().rebalancing,
+                   timeout=60, message="all 4 partitions after the count changed")
+    finally:
+        m.close()
+
