@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-unit test-integration lint bench demo clean
+.PHONY: setup test test-unit test-integration lint bench clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
