@@ -82,6 +82,32 @@ def test_backfill_job_on_a_local_cluster_writes_and_commits(mock_broker, unique_
     assert "INFO spark_groupsource.batch: batch plan: 40 records in 12 tasks" in result.stderr
 
 
+def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(mock_broker, unique_name, tmp_path):
+    """``--coordinated``: the job joins the group, reads the partitions it is assigned from the
+    group's committed offsets (alone here: all of them; partition 0 already committed at 6) to
+    the end, and commits after the write."""
+    topic, group = unique_name("bfc"), unique_name("g")
+    mock_broker.create_topic(topic, 2)
+    records = produce_keyed(mock_broker.bootstrap, topic, 20, partitions=2)
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": mock_broker.bootstrap, "group.id": group, "log_level": 3})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
+    finally:
+        c.close()
+    out = tmp_path / "out"
+    result = spark_submit(
+        "local[2]", "backfill.py", "--bootstrap", mock_broker.bootstrap, "--topic", topic,
+        "--group", group, "--coordinated", "--output", str(out), "--commit",
+        "-o", "kafka.session.timeout.ms=3000", "-o", "kafka.heartbeat.interval.ms=500",
+    )
+    line = summary(result, "backfill")
+    assert f"{topic}-0[6,10)" in line and f"{topic}-1[0,10)" in line and "committed=yes" in line, line
+    assert parquet_rows(out) == produced_rows(r for r in records if r.partition == 1 or r.offset >= 6)
+    assert committed_offsets(mock_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+
+
 def test_stream_job_reads_the_group_into_parquet(mock_broker, unique_name, tmp_path):
     topic, group = unique_name("st"), unique_name("g")
     mock_broker.create_topic(topic, 2)
