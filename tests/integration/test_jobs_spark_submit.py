@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from helpers import committed_offsets, produce_keyed
 
@@ -89,8 +90,6 @@ def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(mock_
     topic, group = unique_name("bfc"), unique_name("g")
     mock_broker.create_topic(topic, 2)
     records = produce_keyed(mock_broker.bootstrap, topic, 20, partitions=2)
-    from confluent_kafka import Consumer, TopicPartition
-
     c = Consumer({"bootstrap.servers": mock_broker.bootstrap, "group.id": group, "log_level": 3})
     try:
         c.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
