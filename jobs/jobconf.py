@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
+from spark_groupsource.logs import LOG_LEVEL_ENV
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
@@ -60,7 +62,7 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         help="any connector option (repeatable), e.g. -o failOnDataLoss=false",
     )
     parser.add_argument(
-        "--log-level", default=os.environ.get("GROUPKAFKA_LOG_LEVEL", "INFO"),
+        "--log-level", default=os.environ.get(LOG_LEVEL_ENV, "INFO"),
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="level of the connector's own logs (rebalances, commits); default INFO",
     )
@@ -116,7 +118,7 @@ def configure_logging(level: str) -> None:
     )
     logging.getLogger("spark_groupsource").setLevel(level)
     # Spark's Python workers (the stream's driver-side runner among them) log at this level too
-    os.environ["GROUPKAFKA_LOG_LEVEL"] = level
+    os.environ[LOG_LEVEL_ENV] = level
 
 
 def spark_session(app_name: str):
@@ -127,9 +129,9 @@ def spark_session(app_name: str):
     from spark_groupsource.source import GroupKafkaDataSource
 
     builder = SparkSession.builder.appName(app_name)
-    level = os.environ.get("GROUPKAFKA_LOG_LEVEL")
+    level = os.environ.get(LOG_LEVEL_ENV)
     if level:  # workers are started by the JVM: hand them the level through its conf
-        builder = builder.config("spark.executorEnv.GROUPKAFKA_LOG_LEVEL", level)
+        builder = builder.config(f"spark.executorEnv.{LOG_LEVEL_ENV}", level)
     spark = builder.getOrCreate()
     spark.dataSource.register(GroupKafkaDataSource)
     return spark

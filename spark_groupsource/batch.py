@@ -51,9 +51,6 @@ __all__ = [
 
 log = logging.getLogger("spark_groupsource.batch")
 
-#: Set in the environment of spark-submit (so Spark's Python workers inherit it) to see the
-#: connector's logs from inside Spark's Python workers (planning, fetch) on stderr.
-
 
 # --------------------------------------------------------------------------- broker queries
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from test_stream_support import (
     assert_exactly,
+    broker_options,
     process_all,
     produce,
     stop,
@@ -21,17 +22,16 @@ def test_pattern_query_picks_up_a_new_matching_topic(spark, broker, unique_name,
     first, later, other = f"{prefix}_a", f"{prefix}_b", f"x{prefix}_c"
     broker.create_topic(first, 2)
     name = table_name(unique_name)
-    reader = (
-        spark.readStream.format("groupkafka")
-        .option("kafka.bootstrap.servers", broker.bootstrap)
-        .option("kafka.group.id", unique_name("g"))
-        .option("subscribePattern", f"{prefix}_.*")
-        .option("kafka.auto.offset.reset", "earliest")
-        .option("kafka.metadata.max.age.ms", "1000")
-        .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
+    reader = spark.readStream.format("groupkafka").options(
+        **{
+            "kafka.bootstrap.servers": broker.bootstrap,
+            "kafka.group.id": unique_name("g"),
+            "subscribePattern": f"{prefix}_.*",
+            "kafka.auto.offset.reset": "earliest",
+            "kafka.metadata.max.age.ms": "1000",
+            **broker_options(broker),
+        }
     )
-    if broker.backend == "mock":
-        reader = reader.option("kafka.request.timeout.ms", "5000")
     records = produce(broker.bootstrap, first, 10, 2)
     q = to_memory(reader.load(), name, str(tmp_path / "ck"))
     try:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
-from test_stream_support import produce
+from test_stream_support import broker_options, produce
 
 from assignment.model import TopicPartition
 from helpers import committed_offsets, group_member, wait_until
@@ -23,17 +23,14 @@ PARTS = 4
 
 
 def _reader(broker, topic, group, assignor):
-    opts = {
+    return GroupKafkaStreamReader(None, {
         "kafka.bootstrap.servers": broker.bootstrap,
         "kafka.group.id": group,
         "subscribe": topic,
         "assignor": assignor,
         "kafka.auto.offset.reset": "earliest",
-        "kafka.session.timeout.ms": str(broker.recommended_session_timeout_ms),
-    }
-    if broker.backend == "mock":
-        opts |= {"leaderSyncDelayMs": "1000", "kafka.request.timeout.ms": "5000"}
-    return GroupKafkaStreamReader(None, opts)
+        **broker_options(broker),
+    })
 
 
 def _until(end_json: str) -> dict[TopicPartition, int]:

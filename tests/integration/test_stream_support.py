@@ -48,23 +48,28 @@ def table_name(unique_name: Any, prefix: str = "out") -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", unique_name(prefix))
 
 
+def broker_options(broker: Any) -> dict[str, str]:
+    """Reader options every test query on ``broker`` needs: its recommended session timeout,
+    and on the mock the two workarounds for its SyncGroup quirks."""
+    session = broker.recommended_session_timeout_ms
+    opts = {"kafka.session.timeout.ms": str(session), "kafka.heartbeat.interval.ms": str(max(100, session // 6))}
+    if broker.backend == "mock":
+        # it rejects a follower SyncGroup arriving after the leader's, and sometimes never
+        # answers a SyncGroup (time out and rejoin sooner)
+        opts |= {"leaderSyncDelayMs": "1000", "kafka.request.timeout.ms": "5000"}
+    return opts
+
+
 def stream(spark: Any, broker: Any, topic: str, group: str, **options: str) -> Any:
-    """``readStream.format("groupkafka")`` with the broker's recommended session timeout."""
-    reader = (
-        spark.readStream.format("groupkafka")
-        .option("kafka.bootstrap.servers", broker.bootstrap)
-        .option("kafka.group.id", group)
-        .option("subscribe", topic)
-        .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
-        .option("kafka.heartbeat.interval.ms", str(max(100, broker.recommended_session_timeout_ms // 6)))
-    )
-    if broker.backend == "mock":  # the mock rejects a follower SyncGroup arriving after the leader's
-        reader = reader.option("leaderSyncDelayMs", "1000")
-        # it also sometimes never answers a SyncGroup: time out and rejoin sooner
-        reader = reader.option("kafka.request.timeout.ms", "5000")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
+    """``readStream.format("groupkafka")`` with :func:`broker_options`."""
+    all_options = {
+        "kafka.bootstrap.servers": broker.bootstrap,
+        "kafka.group.id": group,
+        "subscribe": topic,
+        **broker_options(broker),
+        **options,
+    }
+    return spark.readStream.format("groupkafka").options(**all_options).load()
 
 
 def to_memory(df: Any, name: str, checkpoint: str, *, available_now: bool = False,
