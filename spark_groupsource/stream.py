@@ -94,6 +94,7 @@ class _Driver:
         self.started_positions = False
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
+        self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
         self.closed = False
         self.started_at = time.monotonic()
         self.membership.start()
@@ -163,8 +164,31 @@ class _Driver:
         self.membership.batch_completed()
 
     def _forget_lost(self, result) -> None:
-        for tp in result.lost if result is not None else ():
+        if result is None:
+            return
+        for tp in result.lost:
             self.positions.pop(tp, None)
+        if result.failed and _means_rebalance(result.error) and not self.membership.cooperative:
+            # The coordinator refused the commit because a rebalance started: that is the
+            # first sign of it (the heartbeat may learn it seconds later). Eager: plan nothing
+            # more, or the next owner would re-read two batches instead of one.
+            if self.hold is None:
+                self.hold = (time.monotonic(), self.membership.snapshot().generation)
+                log.info("group %s: commit refused, a rebalance is starting: no new batch until it is over",
+                         self.opts.group_id)
+
+    def _held(self, generation: int) -> bool:
+        """True while a refused commit says a rebalance is starting that the membership has not
+        seen yet; released by the new generation, a successful resend, or the bound."""
+        if self.hold is None:
+            return False
+        since, held_generation = self.hold
+        session = self.opts.session_timeout_ms or 45_000
+        bound_s = min(session, 3 * (self.opts.heartbeat_interval_ms or session // 3)) / 1000.0
+        if generation != held_generation or not self.membership.pending() or time.monotonic() - since > bound_s:
+            self.hold = None
+            return False
+        return True
 
     # -- positions ---------------------------------------------------------------------------
     def _reset_position(self, tp: TopicPartition, low: int, high: int) -> int:
@@ -325,7 +349,7 @@ class _Driver:
             self._forget_lost(self.membership.flush_pending())
             snap = self.membership.snapshot()
             self._check_joined()
-            if not self.membership.may_plan(snap):
+            if not self.membership.may_plan(snap) or self._held(snap.generation):
                 return start_json  # eager: plan nothing new while partitions are handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
@@ -457,6 +481,10 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def stop(self) -> None:
         if self._driver_state is not None:
             self._driver_state.close()
+
+
+def _means_rebalance(error: str | None) -> bool:
+    return bool(error) and ("RebalanceInProgress" in error or "REBALANCE_IN_PROGRESS" in error)
 
 
 def _whole_match(pattern: str | None) -> str | None:
