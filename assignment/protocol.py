@@ -160,17 +160,23 @@ class _Reader:
 
 
 def encode_subscription(sub: Subscription, version: int = SUBSCRIPTION_MAX_VERSION) -> bytes:
-    """JoinGroup member metadata; fields newer than ``version`` are dropped, as in Java."""
+    """JoinGroup member metadata; fields newer than ``version`` are dropped, as in Java.
+
+    Topics and owned partitions are sorted first, as Java does (KAFKA-12898):
+    the coordinator compares metadata bytes, so the same subscription in
+    another order would look like a change and trigger a needless rebalance.
+    """
     if not 0 <= version <= SUBSCRIPTION_MAX_VERSION:
         raise ValueError(f"subscription version must be 0..{SUBSCRIPTION_MAX_VERSION}, got {version}")
     w = _Writer()
     w.int16(version)
-    w.int32(len(sub.topics))
-    for t in sub.topics:
+    topics = sorted(sub.topics)
+    w.int32(len(topics))
+    for t in topics:
         w.string(t)
     w.nbytes(sub.user_data)
     if version >= 1:
-        w.topic_partitions(sub.owned_partitions)
+        w.topic_partitions(sorted(sub.owned_partitions))
     if version >= 2:
         w.int32(sub.generation)
     if version >= 3:

@@ -23,6 +23,8 @@ def validate_assignment(
 ) -> None:
     """Each subscribed, existing partition to exactly ``replicas`` distinct subscribed members.
 
+    Fewer when fewer members subscribe to its topic: ``min(replicas, subscribers)``.
+
     ``cooperative`` (KIP-429): a partition revoked from its current owner is held
     back for one round, so it may go to nobody, but only if a member reported
     owning it and loses it now.
@@ -54,22 +56,24 @@ def validate_assignment(
             seen.add(tp)
             holders.setdefault(tp, []).append(member)
 
-    subscribed = set()
+    subscribers: dict[str, int] = {}
     withheld: set[TopicPartition] = set()
     for member, sub in subscriptions.items():
-        subscribed.update(sub.topics)
+        for t in set(sub.topics):
+            subscribers[t] = subscribers.get(t, 0) + 1
         if cooperative:
             kept = set(assignment[member].partitions) if member in assignment else set()
             withheld.update(tp for tp in sub.owned_partitions if tp not in kept)
-    for topic in sorted(subscribed):
+    for topic in sorted(subscribers):
+        want = min(replicas, subscribers[topic])
         for tp in cluster.partitions_for(topic):
             got = holders.get(tp, [])
             if not got and tp in withheld:
                 continue
-            if len(got) != replicas:
+            if len(got) != want:
                 who = ", ".join(sorted(got)) or "no member"
                 raise InvalidAssignmentError(
                     assignor_name,
                     f"partition {tp} is assigned to {len(got)} member(s) ({who}), "
-                    f"expected {replicas}",
+                    f"expected {want}",
                 )

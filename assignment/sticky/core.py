@@ -42,6 +42,9 @@ class StickyResult:
     members: list[str]
     space: PartitionSpace
     owner: list[int]  # partition number -> member number, -1 unassigned
+    uniform: bool = True
+    owned: list[list[int]] | None = None  # per member: its valid previous partitions
+    multi: set[int] | None = None  # claimed by several members of the same generation
 
 
 def sticky_assign(
@@ -53,7 +56,7 @@ def sticky_assign(
     topic_sets = [frozenset(subscriptions[m].topics) for m in members]
     all_topics = set().union(*topic_sets) if topic_sets else set()
     space = PartitionSpace(cluster.partitions_per_topic, all_topics)
-    owned = _resolve_owned(members, space, member_data)
+    owned, multi = _resolve_owned(members, space, member_data)
 
     racks = _RackInfo(cluster, subscriptions, members, space)
     uniform = all(ts == topic_sets[0] for ts in topic_sets)
@@ -63,12 +66,12 @@ def sticky_assign(
         owner = _constrained(space, owned, racks)
     else:
         owner = _general(space, members, topic_sets, owned, racks)
-    return StickyResult(members, space, owner)
+    return StickyResult(members, space, owner, uniform, owned, multi)
 
 
 def _resolve_owned(
     members: list[str], space: PartitionSpace, member_data: Mapping[str, MemberData]
-) -> list[list[int]]:
+) -> tuple[list[list[int]], set[int]]:
     """Previous owners per Java's allSubscriptionsEqual (KIP-341).
 
     A partition claimed by members of different generations stays with the
@@ -107,7 +110,7 @@ def _resolve_owned(
             result.append([i for i in mine if holder[i] == m and i not in multi])
         else:
             result.append([i for i in mine if holder[i] == m])
-    return result
+    return result, multi
 
 
 class _RackInfo:
