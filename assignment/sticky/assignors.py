@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assignment._compact import IndexedPartitions
 from assignment.base import Assignor
 from assignment.errors import ProtocolDecodeError
 from assignment.model import (
@@ -25,8 +26,11 @@ from assignment.sticky.core import DEFAULT_GENERATION, MemberData, StickyResult,
 
 def _to_group_assignment(res: StickyResult, subscriptions: Mapping[str, Subscription],
                          skip: set[int] | None = None) -> GroupAssignment:
-    per_member = res.space.build(res.owner, len(res.members), skip)
-    out = {m: MemberAssignment(tuple(parts)) for m, parts in zip(res.members, per_member, strict=True)}
+    # Compact partition lists: the validator and the encoder read the numbers directly.
+    space = res.space
+    per_member = space.member_indices(res.owner, len(res.members), skip)
+    out = {m: MemberAssignment(IndexedPartitions(space, idx))  # type: ignore[arg-type]
+           for m, idx in zip(res.members, per_member, strict=True)}
     for m in subscriptions:
         out.setdefault(m, MemberAssignment(()))
     return out

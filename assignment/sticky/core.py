@@ -21,6 +21,7 @@ import bisect
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 from assignment._common import use_rack_aware
 from assignment._index import PartitionSpace
@@ -78,6 +79,11 @@ def _resolve_owned(
     newest claim; claimed by two members of the same generation, it is taken
     from both (neither can be trusted) and reassigned.
     """
+    claims_all = [space.indices(md.partitions) if (md := member_data.get(mid)) is not None else []
+                  for mid in members]
+    every = list(chain.from_iterable(claims_all))
+    if len(set(every)) == len(every):  # nobody claims a partition twice: nothing to resolve
+        return claims_all, set()
     n = space.total
     holder = [-1] * n
     gens = []
@@ -91,7 +97,7 @@ def _resolve_owned(
         claims.append(mine)
         if md is None or not md.partitions:
             continue
-        for i in dict.fromkeys(space.indices(md.partitions)):
+        for i in dict.fromkeys(claims_all[m]):
             other = holder[i]
             if other < 0:
                 mine.append(i)
