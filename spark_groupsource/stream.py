@@ -28,6 +28,12 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from spark_groupsource import options as opt
+from spark_groupsource.admission import (
+    MinRowsGate,
+    available_records,
+    default_read_limit,
+    limits_for,
+)
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.logs import configure_worker_logging
@@ -95,6 +101,7 @@ class _Driver:
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
         self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
+        self.gate = MinRowsGate(opts.max_trigger_delay_ms)  # minOffsetsPerTrigger / maxTriggerDelay
         self.closed = False
         self.started_at = time.monotonic()
         self.membership.start()
@@ -342,7 +349,7 @@ class _Driver:
         )
 
     # -- planning ------------------------------------------------------------------------------
-    def plan(self, start_json: str | None, max_rows: int | None) -> str | None:
+    def plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None = None) -> str | None:
         with self.lock:
             self.complete(start_json)
             # offsets whose commit met a rebalance go out as soon as the generation is stable
@@ -382,6 +389,9 @@ class _Driver:
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
                 return start_json
+            if min_rows and caps is None and not self.gate.admit(
+                    available_records(positions, latest), min_rows, time.monotonic() * 1000):
+                return start_json  # minOffsetsPerTrigger: wait for more records or maxTriggerDelay
             if not self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s):
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()
@@ -412,9 +422,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # -- admission control (Spark >= 4.2) ----------------------------------------------------
     def getDefaultReadLimit(self):
-        if self.opts.max_offsets_per_trigger:
-            return ReadMaxRows(self.opts.max_offsets_per_trigger)
-        return ReadAllAvailable()
+        return default_read_limit(self.opts.max_offsets_per_trigger, self.opts.min_offsets_per_trigger)
 
     def initialOffset(self) -> str:
         # Spark calls this twice on a fresh start; cache so the answer cannot move.
@@ -426,8 +434,8 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def latestOffset(self, start=None, limit=None) -> str:
         start_json = _as_json(start)
-        max_rows = getattr(limit, "max_rows", None) if limit is not None else None
-        end = self._driver().plan(start_json, max_rows)
+        limits = limits_for(limit, self.opts.min_offsets_per_trigger)
+        end = self._driver().plan(start_json, limits.max_rows, limits.min_rows)
         return end if end is not None else (start_json or EMPTY.to_json())
 
     def reportLatestOffset(self):
