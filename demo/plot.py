@@ -27,15 +27,16 @@ def render(path: Path, *, t0: float, partitions: int, ivals: Sequence[Interval],
     for i in ivals:
         top.broken_barh([(i.start - t0, i.end - i.start)], (i.partition - 0.4, 0.8),
                         facecolors=COLOURS.get(i.member, "#d62728"), edgecolor="white", linewidth=0.5)
-    for t, label in phases:
+    for n, (t, label) in enumerate(phases):
         for ax in (top, bottom):
             ax.axvline(t - t0, color="black", linestyle="--", linewidth=1)
-        top.text(t - t0, partitions - 0.35, " " + label, rotation=0, va="bottom", ha="left", fontsize=9)
+        # labels on two alternating rows above the partitions, so close steps stay readable
+        top.text(t - t0, partitions - 0.45 + 0.45 * (n % 2), " " + label, va="bottom", ha="left", fontsize=9)
     for t in rebalances:
         top.plot([t - t0], [-0.75], marker="^", color="#d62728", markersize=7, clip_on=False)
     top.set_yticks(range(partitions))
     top.set_yticklabels([f"partition {p}" for p in range(partitions)])
-    top.set_ylim(-0.9, partitions + 0.2)
+    top.set_ylim(-0.9, partitions + 0.5)
     top.set_title(title, fontsize=11, loc="left")
     handles = [Patch(color=COLOURS[m], label=_label(m)) for m in members]
     handles.append(plt.Line2D([], [], marker="^", color="#d62728", linestyle="", label="ownership change"))
@@ -60,4 +61,4 @@ def render(path: Path, *, t0: float, partitions: int, ivals: Sequence[Interval],
 
 def _label(member: str) -> str:
     return {"A": "query A (groupkafka)", "B": "query B (groupkafka)",
-            "consumer": "librdkafka consumer", "unowned": "unowned (rebalancing)"}.get(member, member)
+            "consumer": "librdkafka consumer", "unowned": "unowned (joining or handing over)"}.get(member, member)

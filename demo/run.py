@@ -92,6 +92,10 @@ class QueryProcess:
     def owned(self) -> frozenset[int]:
         return tl.owned_now(self.events())
 
+    def has_read(self) -> bool:
+        rows = self.log_path.with_name(f"{self.name}.rows.jsonl")
+        return rows.exists() and rows.stat().st_size > 0
+
     def check_alive(self) -> None:
         if self.exited_at is None and self.proc.poll() is not None:
             raise DemoError(f"query {self.name} exited early with code {self.proc.returncode}; "
@@ -141,13 +145,18 @@ def run(cfg: DemoConfig) -> dict:
             out["consumer"] = frozenset(consumer.owned)
         return out
 
-    def split_among(names: Sequence[str]) -> Callable[[], bool]:
+    def split_among(names: Sequence[str], reading: str | None = None) -> Callable[[], bool]:
+        """The partitions are split among ``names`` only (each owns some, none twice), and
+        ``reading`` (a member that just joined) has read records since."""
         def check() -> bool:
             now = owned()
             sets = [now.get(n, frozenset()) for n in names]
             others = [s for n, s in now.items() if n not in names]
-            return (all(sets) and frozenset().union(*sets) == everything
-                    and sum(map(len, sets)) == cfg.partitions and not any(others))
+            split = (all(sets) and frozenset().union(*sets) == everything
+                     and sum(map(len, sets)) == cfg.partitions and not any(others))
+            if reading == "consumer":
+                return split and bool(consumer and consumer.reads)
+            return split and (reading is None or queries[reading].has_read())
         return check
 
     def step(label: str) -> None:
@@ -161,18 +170,19 @@ def run(cfg: DemoConfig) -> dict:
         try:
             step("A starts")
             queries["A"] = QueryProcess(cfg, "A", broker.bootstrap, topic, group)
-            wait_for(split_among(["A"]), cfg.step_timeout_s, "query A to own every partition", alive)
+            wait_for(split_among(["A"], "A"), cfg.step_timeout_s, "query A to own every partition and read", alive)
             time.sleep(cfg.dwell_s)
 
-            step("B joins")
+            step("B starts")
             queries["B"] = QueryProcess(cfg, "B", broker.bootstrap, topic, group)
-            wait_for(split_among(["A", "B"]), cfg.step_timeout_s, "A and B to split the partitions", alive)
+            wait_for(split_among(["A", "B"], "B"), cfg.step_timeout_s,
+                     "A and B to split the partitions and B to read", alive)
             time.sleep(cfg.dwell_s)
 
             step("consumer joins")
             consumer = PlainConsumer(broker.bootstrap, topic, group, session_ms=cfg.session_ms).start()
-            wait_for(split_among(["A", "B", "consumer"]), cfg.step_timeout_s,
-                     "A, B and the consumer to split the partitions", alive)
+            wait_for(split_among(["A", "B", "consumer"], "consumer"), cfg.step_timeout_s,
+                     "A, B and the consumer to split the partitions and the consumer to read", alive)
             time.sleep(cfg.dwell_s)
 
             step("B stops")

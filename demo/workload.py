@@ -22,7 +22,7 @@ class SeqProducer:
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float):
         self.topic, self.partitions, self.rate = topic, partitions, rate
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
+        self.producer: Producer | None = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
                                   "batch.num.messages": 1, **_QUIET})
         self.delivered: list[int] = []
         self.errors: list[str] = []
@@ -55,11 +55,15 @@ class SeqProducer:
             self.producer.poll(0.02)
 
     def stop(self, timeout: float = 30.0) -> None:
+        """Stop producing and wait for the delivery reports (idempotent)."""
         self._stop.set()
         self._thread.join(timeout)
+        if self.producer is None:
+            return
         left = self.producer.flush(timeout)
         if left:
             self.errors.append(f"{left} records not delivered within {timeout}s")
+        self.producer = None  # no reconnect attempts once the broker is gone
 
 
 class PlainConsumer:
