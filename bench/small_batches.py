@@ -10,7 +10,7 @@ one task per partition that has new records. From Spark's progress of each batch
           partitions) + getBatch + walCommit + commitOffsets (Spark's offset and commit logs)
   fetch:  addBatch (the executors' fetch into the sink)
 
-    python bench/small_batches.py [--partitions 1000] [--rate 10] [--trigger-ms 500] [--seconds 40]
+    python bench/small_batches.py [--partitions 1000] [--rate 10] [--trigger-ms 500] [--batches 30]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from _common import Meter, spark_session  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
+WARMUP_BATCHES = 5
 DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commitOffsets")
 
 
@@ -47,12 +48,22 @@ def trickle(bootstrap: str, topic: str, partitions: int, rate: float, stop: thre
     p.flush(30)
 
 
+def _wait_batches(q, after: int, n: int, deadline: float) -> int:
+    """Wait until ``n`` batches with data completed after batch ``after``; the last one's id."""
+    while time.monotonic() < deadline:
+        done = sorted(p["batchId"] for p in q.recentProgress if p["batchId"] > after and p["numInputRows"])
+        if len(done) >= n:
+            return done[n - 1]
+        time.sleep(0.5)
+    return max((p["batchId"] for p in q.recentProgress), default=after)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=10.0, help="records/s produced (default 10)")
     ap.add_argument("--trigger-ms", type=int, default=500)
-    ap.add_argument("--seconds", type=float, default=40.0, help="measured run after the first batch")
+    ap.add_argument("--batches", type=int, default=30, help="measured batches with data, after the warm-up")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--backend", default="mock", choices=["mock", "tansu"])
     args = ap.parse_args(argv)
@@ -73,20 +84,20 @@ def main(argv=None) -> int:
             q = (df.writeStream.format("noop").option("checkpointLocation", ck)
                  .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
             producer.start()
-            deadline = time.monotonic() + 300
-            while not any(p["numInputRows"] for p in q.recentProgress) and time.monotonic() < deadline:
-                time.sleep(0.5)  # Python workers started, group joined, first batch done
-            first = max((p["batchId"] for p in q.recentProgress), default=-1)
+            # warm-up: Python workers start, the group is joined, and the records that piled up
+            # meanwhile (one task per partition with data) are worked off
+            warm = _wait_batches(q, -1, 1 + WARMUP_BATCHES, time.monotonic() + 600)
             with Meter([broker.pid] if broker.pid else []) as meter:
-                time.sleep(args.seconds)
-                progress = [p for p in q.recentProgress if p["batchId"] > first]
+                _wait_batches(q, warm, args.batches, time.monotonic() + 600)
+                progress = [p for p in q.recentProgress if p["batchId"] > warm]
             q.stop()
             stop.set()
             producer.join(30)
-    spark.stop()
+        spark.stop()  # before the broker: the workers' cached consumers would retry it
     batches = [p for p in progress if p["numInputRows"] > 0]
-    if len(batches) < 5:
-        print(f"only {len(batches)} batches with data in {args.seconds:.0f}s: raise --seconds or --rate")
+    if len(batches) < args.batches:
+        print(f"only {len(batches)} batches with data in {meter.wall:.0f}s (time limit): the machine is "
+              "too busy, or raise --rate")
         return 1
     rows = [p["numInputRows"] for p in batches]
     part_ms = {k: statistics.mean(p["durationMs"].get(k, 0) for p in batches) for k in (*DRIVER_PARTS, "addBatch")}

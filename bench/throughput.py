@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         hand = plain_readers(broker.bootstrap, topic, args.partitions, args.cores, n, True,
                              f"confluent-kafka -> Arrow, {args.cores} processes")
         whole, inside = groupkafka(spark, broker.bootstrap, topic, n, session, exclude, args.cores)
-    spark.stop()
+        spark.stop()  # before the broker: the workers' cached consumers would retry it
     print(f"{'reader':<52}{'seconds':>9}{'records/s':>12}{'CPU-s/M rec':>13}")
     for r in (ceiling, hand, whole, inside):
         cpu = f"{per_million(r.cpu_s, r.records):>13.2f}" if r.cpu_s is not None else f"{'':>13}"
