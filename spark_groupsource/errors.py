@@ -46,3 +46,11 @@ class CommitError(GroupKafkaError):
 
 class BrokerError(GroupKafkaError):
     """A broker request (metadata, offsets, fetch) failed after its retries."""
+
+
+class GroupUnreachableError(MembershipError):
+    """The group member could not reach the cluster, find the group's coordinator, or get an
+    assignment within ``groupJoinTimeoutMs``. ``step`` says which: "bootstrap",
+    "coordinator" or "assignment"."""
+
+    step: str = ""
