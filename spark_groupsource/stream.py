@@ -83,6 +83,7 @@ class _Driver:
                 client_rack=opts.client_rack,
                 client_config={"api_version": (2, 3), **opt.membership_config(opts)},
                 leader_sync_delay_ms=opts.leader_sync_delay_ms,
+                join_timeout_ms=opts.group_join_timeout_ms,
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )

@@ -178,8 +178,9 @@ def test_unreachable_bootstrap_fails_the_stream_within_the_bound(spark: Any, uni
                    message="the query to fail on an unreachable cluster")
         took = time.monotonic() - started
         message = str(q.exception())
-        assert "groupJoinTimeoutMs=5000" in message and bootstrap in message and group in message, message
-        assert "no broker answered" in message, message
+        assert "groupJoinTimeoutMs" in message and bootstrap in message and group in message, message
+        # the member's own check or the planner's backstop, whichever runs out first
+        assert "could not reach any bootstrap server" in message or "no broker answered" in message, message
         assert took < 60, f"failed only after {took:.0f}s"
     finally:
         stop(q)
