@@ -28,6 +28,7 @@ from assignment.registry import create_assignors
 from spark_groupsource import options as opt
 from spark_groupsource.errors import DataLossError, OptionError
 from spark_groupsource.fetch import read_partition
+from spark_groupsource.group_seam import Membership
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 from spark_groupsource.offset_reader import OffsetReader
@@ -52,11 +53,13 @@ EMPTY = StreamOffset({})
 class _Driver:
     """Driver-only state: group membership, the offset reader, positions, planned batches."""
 
-    def __init__(self, opts: opt.StreamOptions):
+    def __init__(self, opts: opt.StreamOptions, membership: Membership | None = None, reader=None):
+        """``membership`` and ``reader`` replace the group member and the offset reader
+        (unit tests of the planner, through the membership seam)."""
         configure_worker_logging()
         self.opts = opts
         assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
-        self.membership = GroupMembership(
+        self.membership: Membership = membership or GroupMembership(
             MembershipConfig(
                 group_id=opts.group_id,
                 assignors=assignors,
@@ -69,7 +72,7 @@ class _Driver:
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )
-        self.reader = OffsetReader(opt.fetcher_config(opts))
+        self.reader = reader or OffsetReader(opt.fetcher_config(opts))
         self.lock = threading.RLock()
         # partition -> (next offset, acquisition serial it was planned under)
         self.positions: dict[TopicPartition, tuple[int, int]] = {}
@@ -83,7 +86,8 @@ class _Driver:
         self.latest_seen: dict[TopicPartition, int] = {}
         self.closed = False
         self.membership.start()
-        self._install_shutdown_hooks()
+        if membership is None:
+            self._install_shutdown_hooks()
         joined = self.membership.wait_for_assignment(timeout_s=max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))
         if not joined:
             log.warning("group %s: not joined yet; batches start once the group assigns partitions", opts.group_id)
