@@ -1,0 +1,215 @@
+"""A membership change costs exactly the rebalances the protocol needs (issue #11).
+
+Counts the group's generations per membership change (a member joins, a member leaves) with
+our members only and with a librdkafka member, on both brokers, eager and cooperative, with a
+leader whose assignment is instant and one whose assignment takes longer than the heartbeat
+interval. Before the join-race fix, kafka-python threw away JoinGroup+SyncGroup rounds that
+had succeeded whenever the leader round outlasted a poll() timer, and the group rebalanced
+again: 1 to 5 extra generations per change.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer
+
+from assignment.model import TopicPartition
+from assignment.range import RangeAssignor
+from assignment.sticky.assignors import CooperativeStickyAssignor
+from helpers import consumer_conf, wait_until
+from spark_groupsource.membership import GroupMembership, MembershipConfig
+
+PARTITIONS = 6
+# A slow leader round lasts this many heartbeat intervals. Not more: librdkafka's mock blocks a
+# follower's connection while its SyncGroup waits for the leader's, so the follower cannot
+# heartbeat, and the mock (unlike Kafka, which keeps members awaiting sync alive) expires its
+# session when the round plus one heartbeat interval outlasts the session timeout.
+_SLOW = 1.5
+# generations a change costs: eager one round; cooperative (KIP-429) two when partitions move
+# to a joiner (revoke, then assign), one when a leaver's partitions are handed out
+EXPECTED = {"range": {"join": 1, "leave": 1}, "cooperative-sticky": {"join": 2, "leave": 1}}
+
+
+class SlowRange(RangeAssignor):
+    """``range`` whose leader round takes ``delay_s`` (a large group's assignment)."""
+
+    def __init__(self, delay_s: float):
+        super().__init__()
+        self.delay_s = delay_s
+
+    def assign(self, cluster, subscriptions):
+        time.sleep(self.delay_s)
+        return super().assign(cluster, subscriptions)
+
+
+class SlowCooperative(CooperativeStickyAssignor):
+    def __init__(self, delay_s: float):
+        super().__init__()
+        self.delay_s = delay_s
+
+    def assign(self, cluster, subscriptions):
+        time.sleep(self.delay_s)
+        return super().assign(cluster, subscriptions)
+
+
+def _member(broker, group: str, topic: str, assignor: str, delay_s: float) -> GroupMembership:
+    mock = broker.backend == "mock"
+    cls = SlowRange if assignor == "range" else SlowCooperative
+    return GroupMembership(
+        MembershipConfig(
+            group_id=group,
+            assignors=(cls(delay_s),),
+            topics=(topic,),
+            client_config={
+                "bootstrap_servers": broker.bootstrap.split(","),
+                "api_version": (2, 3),
+                "session_timeout_ms": broker.recommended_session_timeout_ms,
+                "max_poll_interval_ms": 20_000,
+                **({"request_timeout_ms": 5_000} if mock else {}),
+            },
+            leader_sync_delay_ms=1000 if mock else 0,
+        ),
+        drain_timeout_s=5,
+    )
+
+
+def _heartbeat_s(broker) -> float:
+    session = broker.recommended_session_timeout_ms
+    return max(100, min(3_000, session // 3)) / 1000
+
+
+class _Rdkafka:
+    """A librdkafka consumer polled from a thread, recording what it owns."""
+
+    def __init__(self, conf: dict, topic: str):
+        self.owned: set[TopicPartition] = set()
+        self._lock = threading.Lock()
+        coop = conf.get("partition.assignment.strategy") == "cooperative-sticky"
+
+        def on_assign(c, parts):
+            with self._lock:
+                self.owned |= {TopicPartition(p.topic, p.partition) for p in parts}
+            c.incremental_assign(parts) if coop else c.assign(parts)
+
+        def on_revoke(c, parts):
+            with self._lock:
+                self.owned -= {TopicPartition(p.topic, p.partition) for p in parts}
+            c.incremental_unassign(parts) if coop else c.unassign()
+
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.consumer.poll(0.1)
+
+    def owns(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self.owned)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+def _settled_generation(ours: list[GroupMembership], others: list[_Rdkafka], topic: str, quiet_s: float) -> int:
+    """Wait until every member owns a disjoint, non-empty share of all partitions with no
+    rebalance under way, and nothing changes for ``quiet_s``; return the group's generation."""
+    everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
+
+    def split():
+        snaps = [m.snapshot() for m in ours]
+        if any(s.rebalancing for s in snaps):
+            return None
+        shares = [frozenset(s.owned) for s in snaps] + [frozenset(o.owns()) for o in others]
+        if not all(shares) or sum(map(len, shares)) != PARTITIONS or frozenset().union(*shares) != everything:
+            return None
+        if len({s.generation for s in snaps}) != 1:
+            return None
+        return shares, snaps[0].generation
+
+    while True:
+        shares, generation = wait_until(split, timeout=120, interval=0.05, message="a settled split")
+        time.sleep(quiet_s)
+        again = split()
+        if again == (shares, generation):
+            return generation
+
+
+def _assert_no_discarded(members: list[GroupMembership]) -> None:
+    for m in members:
+        stats = m.join_stats()
+        assert stats.discarded() == [], f"join results thrown away: {stats}"
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["instant-leader", "slow-leader"])
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_generations_per_membership_change_our_members(broker, unique_name, assignor, slow):
+    """Three of our members: a, then b joins, then c joins, then b leaves. Each change costs
+    exactly the protocol's generations, and no member throws away a synced generation."""
+    topic, group = unique_name("gens"), unique_name("g")
+    broker.create_topic(topic, PARTITIONS)
+    delay = _SLOW * _heartbeat_s(broker) if slow else 0.0
+    quiet = max(4.0, 2 * delay + 2 * _heartbeat_s(broker))
+    a = _member(broker, group, topic, assignor, delay)
+    b = _member(broker, group, topic, assignor, delay)
+    c = _member(broker, group, topic, assignor, delay)
+    started = [a]
+    a.start()
+    try:
+        counts = []
+        g0 = _settled_generation([a], [], topic, quiet)
+        b.start()
+        started.append(b)
+        g1 = _settled_generation([a, b], [], topic, quiet)
+        c.start()
+        started.append(c)
+        g2 = _settled_generation([a, b, c], [], topic, quiet)
+        b.close()
+        g3 = _settled_generation([a, c], [], topic, quiet)
+        counts = [g1 - g0, g2 - g1, g3 - g2]
+        print(f"generations per change ({broker.backend}, {assignor}, slow={slow}): "
+              f"join {counts[0]}, join {counts[1]}, leave {counts[2]}")
+        want = EXPECTED[assignor]
+        assert counts == [want["join"], want["join"], want["leave"]], counts
+        _assert_no_discarded([a, b, c])
+    finally:
+        for m in started:
+            m.close()
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_generations_per_membership_change_with_librdkafka(broker, unique_name, assignor):
+    """Our member (leading, with an assignment slower than the heartbeat interval) and a
+    librdkafka member: its join and its leave each cost the protocol's generations only."""
+    topic, group = unique_name("gens-rdk"), unique_name("g")
+    broker.create_topic(topic, PARTITIONS)
+    delay = _SLOW * _heartbeat_s(broker)
+    quiet = max(4.0, 2 * delay + 2 * _heartbeat_s(broker))
+    ours = _member(broker, group, topic, assignor, delay)
+    ours.start()
+    theirs = None
+    try:
+        g0 = _settled_generation([ours], [], topic, quiet)
+        theirs = _Rdkafka(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
+        g1 = _settled_generation([ours], [theirs], topic, quiet)
+        theirs.close()
+        theirs = None
+        g2 = _settled_generation([ours], [], topic, quiet)
+        counts = [g1 - g0, g2 - g1]
+        print(f"generations per change ({broker.backend}, {assignor}, librdkafka): "
+              f"join {counts[0]}, leave {counts[1]}")
+        want = EXPECTED[assignor]
+        assert counts == [want["join"], want["leave"]], counts
+        _assert_no_discarded([ours])
+    finally:
+        if theirs is not None:
+            theirs.close()
+        ours.close()
