@@ -11,6 +11,7 @@ from __future__ import annotations
 from assignment.model import TopicPartition
 from spark_groupsource.group_seam import OwnershipBook
 from spark_groupsource.memory_group import InMemoryMembership
+from spark_groupsource.offset_reader import Partial
 from spark_groupsource.offsets import StreamOffset
 from spark_groupsource.options import parse_stream_options
 from spark_groupsource.stream import _Driver
@@ -19,16 +20,21 @@ T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 class _Log:
-    """Low and high watermarks per partition (what the offset reader would answer)."""
+    """What the offset reader would answer: watermarks per partition, and the group's committed
+    offsets as the in-memory group holds them."""
 
-    def __init__(self, ends: dict[TopicPartition, int]):
+    def __init__(self, ends: dict[TopicPartition, int], group: InMemoryMembership | None = None):
         self.ends = dict(ends)
+        self.group = group
 
-    def latest(self, parts):
-        return {tp: self.ends[tp] for tp in parts}
+    def try_watermarks(self, parts, retries=None):
+        return Partial({tp: (0, self.ends[tp]) for tp in parts}, {}, 1)
 
-    def watermarks(self, parts):
-        return {tp: (0, self.ends[tp]) for tp in parts}
+    def try_committed(self, group_id, parts, retries=None):
+        return Partial(self.group.committed(parts) if self.group else dict.fromkeys(parts), {}, 1)
+
+    def reachable(self):
+        return None
 
     def for_timestamps(self, stamps):
         return {}
@@ -42,6 +48,7 @@ def _driver(group: InMemoryMembership, log: _Log, **options: str) -> _Driver:
         "kafka.bootstrap.servers": "unused:9092", "kafka.group.id": "g", "subscribe": "t",
         "startingoffsets": "earliest", **options,
     })
+    log.group = group
     d = _Driver(opts, membership=group, reader=log)
     d.fresh_query = True  # as initialOffset() says on a new query: startingOffsets applies
     return d
