@@ -174,12 +174,13 @@ def _nbytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
 class AssignmentEncoder:
     """Encodes ``IndexedPartitions`` assignments of one partition space."""
 
-    __slots__ = ("space", "_headers", "_ints")
+    __slots__ = ("space", "_headers", "_ints", "_head1")
 
     def __init__(self, space) -> None:
         self.space = space
         self._headers = [_I16.pack(len(b)) + b for b in (t.encode("utf-8") for t in space.topics)]
         self._ints = [_I32.pack(p) for p in range(max(space.counts, default=0) + 1)]
+        self._head1 = [h + self._ints[1] for h in self._headers] if len(self._ints) > 1 else []
 
     def encode(self, parts: IndexedPartitions, user_data: bytes | None, version: int) -> bytes:
         idx = parts.idx
@@ -187,6 +188,11 @@ class AssignmentEncoder:
         ints = self._ints
         if n:
             ks = list(map(self.space.topic_of().__getitem__, idx))
+            values = map(ints.__getitem__, map(self.space.part_of().__getitem__, idx))
+            if len(set(ks)) == n:  # one partition per topic: header + count 1 + partition each
+                heads = map(self._head1.__getitem__, ks)
+                body = b"".join(chain.from_iterable(zip(heads, values, strict=True)))
+                return b"".join((_I16.pack(version), _I32.pack(n), body, _user_data(user_data)))
             # idx is sorted, so each topic is one run; a run starts where the topic changes
             starts = [0, *compress(range(1, n), map(ne, islice(ks, 1, None), ks))]
             counts = map(sub, chain(islice(starts, 1, None), (n,)), starts)
@@ -198,10 +204,12 @@ class AssignmentEncoder:
                 prefix = [b""] * n
                 for at, head in zip(starts, heads, strict=True):
                     prefix[at] = head
-            values = map(ints.__getitem__, map(self.space.part_of().__getitem__, idx))
             body = b"".join(chain.from_iterable(zip(prefix, values, strict=True)))
             n_topics = len(heads)
         else:
             body, n_topics = b"", 0
-        ud = _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + bytes(user_data)
-        return b"".join((_I16.pack(version), _I32.pack(n_topics), body, ud))
+        return b"".join((_I16.pack(version), _I32.pack(n_topics), body, _user_data(user_data)))
+
+
+def _user_data(user_data: bytes | None) -> bytes:
+    return _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + bytes(user_data)
