@@ -43,10 +43,12 @@ class _Names(dict):
 class SubscriptionDecoder:
     """Decodes many members' subscriptions, sharing what repeats between them."""
 
-    __slots__ = ("_names", "_sections", "_shapes")
+    __slots__ = ("_names", "_sections", "_shapes", "_owned_topics")
 
     def __init__(self) -> None:
         self._names = _Names()
+        # owned entries' topic names, shared between members that list the same topics
+        self._owned_topics: dict[tuple[bytes, ...], list[str]] = {}
         self._sections: list[tuple[bytes, tuple[str, ...]]] = []
         self._shapes: dict[tuple[int, bytes], tuple[struct.Struct, int, tuple[int, ...]]] = {}
 
@@ -121,7 +123,12 @@ class SubscriptionDecoder:
             if pos + st.size <= len(data):
                 vals = st.unpack_from(data, pos)
                 if vals[0::stride] == lens and vals[2::stride] == (cnt,) * n:
-                    topics = list(map(self._names.__getitem__, vals[1::stride]))
+                    raw = vals[1::stride]
+                    topics = self._owned_topics.get(raw)
+                    if topics is None:
+                        topics = list(map(self._names.__getitem__, raw))
+                        if len(self._owned_topics) < 256:
+                            self._owned_topics[raw] = topics
                     if cnt == 1:
                         return WirePartitions(topics, None, n, vals[3::4]), pos + st.size
                     parts = [vals[j + 3:j + stride] for j in range(0, len(vals), stride)]

@@ -57,7 +57,9 @@ def sticky_assign(
     member_data: Mapping[str, MemberData],
 ) -> StickyResult:
     members = sorted(subscriptions)
-    topic_sets = [frozenset(subscriptions[m].topics) for m in members]
+    sets: dict[tuple[str, ...], frozenset[str]] = {}  # decoded members share topic tuples
+    topic_sets = [sets.get(t) or sets.setdefault(t, frozenset(t))
+                  for t in (subscriptions[m].topics for m in members)]
     all_topics = set().union(*topic_sets) if topic_sets else set()
     space = PartitionSpace(cluster.partitions_per_topic, all_topics)
     owned, multi = _resolve_owned(members, space, member_data)
