@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from itertools import repeat
+from operator import floordiv, mod
 
 from assignment.model import TopicPartition
 
@@ -44,6 +46,20 @@ class PartitionSpace:
         """(first number, partition count) of ``topic``, or None if not in this space."""
         return self._offset_of.get(topic)
 
+    def topics_of(self, idx: list[int]):
+        """Topic numbers of the partition numbers ``idx`` (an iterator; C loops)."""
+        n = self.counts[0] if self.counts else 0
+        if n and self.total == n * len(self.counts):  # equal counts: plain arithmetic, no lookups
+            return map(floordiv, idx, repeat(n))
+        return map(self.topic_of().__getitem__, idx)
+
+    def partitions_of(self, idx: list[int]):
+        """Partition numbers within their topics of the partition numbers ``idx`` (an iterator)."""
+        n = self.counts[0] if self.counts else 0
+        if n and self.total == n * len(self.counts):
+            return map(mod, idx, repeat(n))
+        return map(self.part_of().__getitem__, idx)
+
     def topic_of(self) -> list[int]:
         """Per partition number, its topic's position in ``topics`` (built once, in C loops)."""
         if self._topic_of is None:
@@ -56,9 +72,11 @@ class PartitionSpace:
     def part_of(self) -> list[int]:
         """Per partition number, its partition number within its topic."""
         if self._part_of is None:
+            # one int object per partition number, shared by all topics: compact in memory
+            base = list(range(max(self.counts, default=0)))
             out: list[int] = []
             for n in self.counts:
-                out += range(n)
+                out += base[:n]
             self._part_of = out
         return self._part_of
 

@@ -194,8 +194,8 @@ class AssignmentEncoder:
         n = len(idx)
         ints = self._ints
         if n:
-            ks = list(map(self.space.topic_of().__getitem__, idx))
-            values = map(ints.__getitem__, map(self.space.part_of().__getitem__, idx))
+            ks = list(self.space.topics_of(idx))
+            values = map(ints.__getitem__, self.space.partitions_of(idx))
             if len(set(ks)) == n:  # one partition per topic: header + count 1 + partition each
                 heads = map(self._head1.__getitem__, ks)
                 body = b"".join(chain.from_iterable(zip(heads, values, strict=True)))
