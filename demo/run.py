@@ -250,6 +250,7 @@ def analyse(cfg, topic, group, t_start, t_end, phases, queries, consumer, produc
         "planned_outside_ownership": outside,
         "lag": tl.lag_by_member(sampler.samples, ivals, [m for m in MEMBERS if m in reads]),
         "lag_sample_errors": sampler.errors,
+        "samples": [{"t": x.t, "committed": x.committed, "ends": x.ends} for x in sampler.samples],
     }
 
 
