@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-unit test-integration lint bench clean
+.PHONY: setup test test-unit test-integration lint bench chaos clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ lint:
 bench:
 	$(PY) bench/assignors.py
 	$(PY) bench/throughput.py
+
+# Fault-injection scenarios against the mock broker (see README, "Chaos suite"); ~25 min.
+# CHAOS_ARGS="--only driver_kill9,commit_errors" to pick scenarios, --list to see them.
+CHAOS_ARGS ?=
+chaos:
+	$(PY) -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

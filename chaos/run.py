@@ -109,11 +109,26 @@ class Run:
         self.event(f"started {m.owner} (pid {m.pid})")
         return m
 
-    def produce(self, rate: float, seconds: float) -> SeqProducer:
+    def produce(self, rate: float = 50, seconds: float = 400) -> SeqProducer:
+        """Start producing (until :meth:`end_production`, ``seconds`` at most)."""
         self.producer = SeqProducer(self.broker.bootstrap, self.topic, self.partitions, rate=rate,
                                     seconds=seconds).start()
-        self.event(f"producing {rate}/s for {seconds}s")
+        self.event(f"producing {rate}/s")
         return self.producer
+
+    def end_production(self, after: float = 8) -> None:
+        assert self.producer is not None
+        self.producer.stop_after(after)
+        self.event(f"production ends in {after}s")
+
+    def pause_sink(self, m: Member, paused: bool) -> None:
+        """A paused member's next batch blocks before it fetches (records pile up unread)."""
+        flag = os.path.join(self.out, f"pause-{m.name}")
+        if paused:
+            open(flag, "w").close()
+        elif os.path.exists(flag):
+            os.remove(flag)
+        self.event(f"{'paused' if paused else 'resumed'} {m.owner}'s sink")
 
     def plain_member(self, name: str, **conf) -> PlainMember:
         pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out,
@@ -132,7 +147,7 @@ class Run:
             if not m.running():
                 raise ScenarioError(f"{m.owner} exited (code {m.proc.returncode}) before reading; see {m.log_path}")
             if time.monotonic() > deadline:
-                raise ScenarioError(f"{m.owner} wrote no batch within {timeout:.0f}s; see {m.log_path}")
+                raise ScenarioError(f"{m.owner} wrote {self.batches_of(m.owner)} of {batches} batches in {timeout:.0f}s; see {m.log_path}")
             time.sleep(0.5)
         self.event(f"{m.owner} is reading")
 
@@ -164,12 +179,16 @@ class Run:
         return bool(got is not None and len(marks) == self.partitions
                     and all(got.get(p) == hi for p, (_lo, hi) in marks.items()))
 
-    def quiet(self, timeout: float) -> bool:
-        """After production: until the group's commits reach the log end (or ``timeout``)."""
-        if self.producer is not None:
+    def _end_production(self) -> None:
+        if self.producer is not None and not self.producer.finished:
+            self.producer.stop_after(5)  # production runs through the fault and 5 s beyond
             self.producer.finish()
             self.event(f"production done: {len(self.producer.delivered)} delivered, "
                        f"{len(self.producer.failed)} failed")
+
+    def quiet(self, timeout: float) -> bool:
+        """After production: until the group's commits reach the log end (or ``timeout``)."""
+        self._end_production()
         if self.outcome.expect_failure:
             return False
         deadline = time.monotonic() + timeout
@@ -185,6 +204,7 @@ class Run:
     def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
         row = Row(self.name)
         try:
+            self._end_production()
             reached = None if error else self.quiet(quiet_timeout)
             if self.outcome.expect_failure is None and error is None:
                 row.reached_end = reached

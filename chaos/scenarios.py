@@ -31,19 +31,19 @@ class Spec:
 
 
 def eager_churn(r: Run) -> None:
-    r.produce(rate=100, seconds=75)
+    r.produce()
     a = r.start("a")
     r.wait_reading(a)
     for _ in range(2):
         b = r.start("b")
-        r.wait_reading(b, batches=2)
+        r.wait_reading(b)
         r.sleep(4)
         r.stop(b)
         r.sleep(4)
 
 
 def cooperative_churn(r: Run) -> None:
-    r.produce(rate=100, seconds=50)
+    r.produce()
     a = r.start("a", assignor="cooperative-sticky")
     r.wait_reading(a)
     strategy = {"partition.assignment.strategy": "cooperative-sticky"}
@@ -61,8 +61,9 @@ def cooperative_churn(r: Run) -> None:
 
 
 def driver_kill9(r: Run) -> None:
-    r.produce(rate=100, seconds=45)
+    r.produce()
     a = r.start("a")
+    r.wait_reading(a)
     r.wait_reading(a, batches=3)
     r.kill9(a)
     r.sleep(2)
@@ -71,7 +72,7 @@ def driver_kill9(r: Run) -> None:
 
 
 def member_frozen(r: Run) -> None:
-    r.produce(rate=100, seconds=60)
+    r.produce()
     a, b = r.start("a"), r.start("b")
     r.wait_reading(a)
     r.wait_reading(b)
@@ -85,7 +86,7 @@ def member_frozen(r: Run) -> None:
 
 
 def worker_kill(r: Run) -> None:
-    r.produce(rate=150, seconds=45)
+    r.produce()
     a = r.start("a")
     r.wait_reading(a)
     killed = 0
@@ -112,9 +113,9 @@ def broker_outage(r: Run) -> None:
     for p in range(r.partitions):
         mock.set_partition_leader(r.topic, p, 2 if p % 3 == 1 else (1 if p % 3 == 0 else 3))
     mock.set_coordinator(r.group, 2)
-    r.produce(rate=100, seconds=60)
+    r.produce()
     a = r.start("a")
-    r.wait_reading(a, batches=2)
+    r.wait_reading(a)
     mock.broker_down(2)
     r.event("broker 2 down (leader of 1, 4, 7 and the coordinator)")
     r.sleep(20)
@@ -125,9 +126,9 @@ def broker_outage(r: Run) -> None:
 
 def coordinator_moved(r: Run) -> None:
     mock = r.broker.mock
-    r.produce(rate=100, seconds=50)
+    r.produce()
     a = r.start("a")
-    r.wait_reading(a, batches=2)
+    r.wait_reading(a)
     for broker_id in (2, 3, 1, 2):
         mock.set_coordinator(r.group, broker_id)
         r.event(f"coordinator of {r.group} moved to broker {broker_id}")
@@ -136,9 +137,9 @@ def coordinator_moved(r: Run) -> None:
 
 def commit_errors(r: Run) -> None:
     mock = r.broker.mock
-    r.produce(rate=100, seconds=40)
+    r.produce()
     a = r.start("a")
-    r.wait_reading(a, batches=2)
+    r.wait_reading(a)
     for code in COMMIT_ERRORS:
         mock.push_request_errors(OFFSET_COMMIT, [code])
         r.event(f"next OffsetCommit fails with error {code}")
@@ -180,7 +181,7 @@ def _text(path: str) -> str:
 def redundant_restart(r: Run) -> None:
     r.per_member = True
     opts = {"assignor": "redundant", "redundant.replicas": "2"}
-    r.produce(rate=100, seconds=60)
+    r.produce()
     a, b = r.start("a", **opts), r.start("b", **opts)
     r.wait_reading(a)
     r.wait_reading(b)
@@ -193,27 +194,33 @@ def redundant_restart(r: Run) -> None:
 
 
 def _retention(r: Run, fail_on_data_loss: bool) -> None:
-    """The member reads 20 records a second; the producer writes 200 a second for 15 s; then
-    retention deletes, in every partition, the records from the group's committed offset to
-    300 beyond it, unread."""
-    r.produce(rate=200, seconds=15)
-    a = r.start("a", maxOffsetsPerTrigger="20", failOnDataLoss=str(fail_on_data_loss).lower())
-    r.wait_reading(a, batches=3)
+    """The member's sink is paused (its next batch waits before fetching) while the producer
+    writes on; then retention deletes, in every partition, everything but the last 40 records,
+    and the sink resumes: the records between the member's position and the new log start
+    are gone unread."""
+    r.produce(rate=100)
+    a = r.start("a", failOnDataLoss=str(fail_on_data_loss).lower())
+    r.wait_reading(a)
+    r.pause_sink(a, True)
+    r.sleep(8)
+    r.end_production(0)
     r.producer.finish()
     committed = r.sampler.sample() or {}
     marks = r.sampler.watermarks()
     for p in range(r.partitions):
         lo, hi = marks[p]
-        point = min(hi, max(lo, committed.get(p, 0)) + 300)
+        point = max(lo, committed.get(p, 0), hi - 40)
         r.broker.mock.delete_records(r.topic, p, point)
         r.deleted_before[p] = point
     r.event(f"retention deleted records below {r.deleted_before} (committed {committed})")
+    r.pause_sink(a, False)
     if fail_on_data_loss:
         code = r.wait_exit(a, timeout=120)
         if code is None:
             r.problems.append("the query did not fail within 120 s of the deletion")
     else:
         r.outcome = Outcome(expect_logged=[rf"(?i)data loss.*{r.topic}-{p}\b" for p in range(r.partitions)])
+        r.sleep(10)
 
 
 def retention_fail(r: Run) -> None:

@@ -14,7 +14,8 @@ _QUIET = {"log_level": 0}  # the faults make clients log connection errors by th
 
 class SeqProducer:
     """Writes records ``key = value = str(seq)`` round-robin over the partitions at a steady
-    rate for ``seconds``; ``delivered`` maps seq -> (partition, offset) from delivery reports."""
+    rate until :meth:`stop_after` or ``seconds`` at most; ``delivered`` maps seq -> (partition,
+    offset) from delivery reports."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, *, rate: float, seconds: float):
         self.topic, self.partitions, self.rate, self.seconds = topic, partitions, rate, seconds
@@ -25,6 +26,8 @@ class SeqProducer:
         self.delivered: dict[int, tuple[int, int]] = {}
         self.failed: dict[int, str] = {}
         self.sent = 0
+        self.finished = False
+        self._until = time.monotonic() + seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
 
@@ -44,9 +47,10 @@ class SeqProducer:
     def _run(self) -> None:
         t0 = time.monotonic()
         while not self._stop.is_set():
-            elapsed = time.monotonic() - t0
-            if elapsed >= self.seconds:
+            now = time.monotonic()
+            if now >= self._until:
                 break
+            elapsed = now - t0
             due = int(elapsed * self.rate) + 1
             while self.sent < due:
                 seq = self.sent
@@ -59,12 +63,17 @@ class SeqProducer:
                 self.sent += 1
             self._producer.poll(0.02)
 
+    def stop_after(self, seconds: float) -> None:
+        """End production ``seconds`` from now (or earlier, at the bound given at construction)."""
+        self._until = min(self._until, time.monotonic() + seconds)
+
     def finish(self, timeout: float = 150.0) -> None:
         """Wait for the production period to end and every record to be acknowledged."""
-        self._thread.join(self.seconds + 30)
+        self._thread.join(max(0.0, self._until - time.monotonic()) + 30)
         self._stop.set()
         self._thread.join(10)
         self._producer.flush(timeout)
+        self.finished = True
 
     @property
     def done(self) -> bool:

@@ -19,7 +19,7 @@ class Tally:
     deleted: int  # deleted by retention before anyone read them (not lost: reported)
     dup_total: int  # reads beyond the first (per member with `redundant`)
     dup_max: int  # the most times one record was read (by one member with `redundant`)
-    wrong: int  # a read whose (partition, offset) is not where the record was written
+    wrong: int  # a read whose (partition, offset) is not where the record was acknowledged
     dup_breaches: list[str] = field(default_factory=list)
     lost_examples: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, partition, offset)
 
@@ -44,7 +44,7 @@ def tally(
     for b in batches:
         slot = b.member if per_member else "group"
         for p, o, s in b.rows:
-            if produced.get(s) != (p, o):
+            if s in produced and produced[s] != (p, o):
                 wrong += 1
             reads[(slot, s)] += 1
     seen = {s for _slot, s in reads}
@@ -71,37 +71,38 @@ def tally(
 
 def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> list[str]:
     """The promise: duplicates are bounded by one micro-batch per partition handover. For each
-    reader slot and partition: records re-read <= handovers x the largest batch of that
-    partition, and no record read more than 1 + handovers times. Handovers of a partition: the
-    times it was acquired after the first (from the members' logs), or, if more, the changes of
-    owner (member incarnation or plain consumer) between consecutive batches reading it."""
+    reader slot and partition, the records read more than once must come from at most
+    ``handovers`` distinct batches (by the batch that read them first), and no record may be
+    read more than 1 + handovers times. Handovers of a partition: the times it was acquired
+    after the first (from the members' logs), or, if more, the changes of owner (member
+    incarnation or plain consumer) between consecutive batches reading it."""
     slot_of = (lambda b: b.member) if per_member else (lambda b: "group")
-    largest: dict[tuple[str, int], int] = defaultdict(int)
     owners: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for b in batches:
-        per_p = Counter(p for p, _o, _s in b.rows)
-        for p, n in per_p.items():
-            key = (slot_of(b), p)
-            largest[key] = max(largest[key], n)
-            if not owners[key] or owners[key][-1] != b.owner:
-                owners[key].append(b.owner)
+    first_batch: dict[tuple[str, int], int] = {}  # (slot, seq) -> index of the batch that read it first
+    for i, b in enumerate(batches):
+        slot = slot_of(b)
+        for p in sorted({p for p, _o, _s in b.rows}):
+            if not owners[(slot, p)] or owners[(slot, p)][-1] != b.owner:
+                owners[(slot, p)].append(b.owner)
+        for _p, _o, s in b.rows:
+            first_batch.setdefault((slot, s), i)
+    reread_batches: dict[tuple[str, int], set[int]] = defaultdict(set)
     excess: dict[tuple[str, int], int] = defaultdict(int)
     most: dict[tuple[str, int], int] = defaultdict(int)
     for (slot, s), n in reads.items():
-        if s not in produced:
+        if n < 2 or s not in produced:
             continue
         key = (slot, produced[s][0])
         excess[key] += n - 1
         most[key] = max(most[key], n)
+        reread_batches[key].add(first_batch[(slot, s)])
     out = []
     for key in sorted(excess):
         slot, p = key
-        if not excess[key]:
-            continue
         acq = sum(c.get(p, 0) for m, c in acquisitions.items() if not per_member or m == slot)
         handovers = max(acq - 1, len(owners[key]) - 1, 0)
-        if excess[key] > handovers * largest[key] or most[key] > 1 + handovers:
+        if len(reread_batches[key]) > handovers or most[key] > 1 + handovers:
             who = f"member {slot}, " if per_member else ""
-            out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) with "
-                       f"{handovers} handovers and batches of up to {largest[key]} records")
+            out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) of "
+                       f"{len(reread_batches[key])} batches with {handovers} handovers")
     return out
