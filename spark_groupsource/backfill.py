@@ -46,7 +46,7 @@ from assignment.model import TopicPartition
 from spark_groupsource import options as opt
 from spark_groupsource.batch import offsets_json, resolve_ranges
 from spark_groupsource.errors import CommitError, MembershipError
-from spark_groupsource.offset_reader import OffsetReader
+from spark_groupsource.offset_reader import reader_for
 from spark_groupsource.ranges import OffsetRange
 
 __all__ = ["BackfillCommit", "BackfillPlan", "UnsafeCommitError", "commit_plain"]
@@ -151,7 +151,7 @@ class BackfillPlan:
         heartbeat intervals plus 1 s) is how long the assignment must stay unchanged before
         planning; ``leader_sync_delay_ms`` works around the librdkafka mock's SyncGroup quirk."""
         if not opts.group_coordinated:
-            with OffsetReader(opt.fetcher_config(opts)) as view:
+            with reader_for(opts) as view:
                 return cls(opts, resolve_ranges(opts, view), raw)
         delay = leader_sync_delay_ms if leader_sync_delay_ms is not None else getattr(opts, "leader_sync_delay_ms", 0) or 0
         return cls._coordinated(opts, raw, settle_s, assignment_timeout_s, delay)
@@ -186,7 +186,7 @@ class BackfillPlan:
             owned = set(snap.owned)
             committed = membership.committed(owned) if owned else {}
             override = {tp: off for tp, off in committed.items() if off is not None}
-            with OffsetReader(opt.fetcher_config(opts)) as view:
+            with reader_for(opts) as view:
                 ranges = resolve_ranges(opts, view, only=owned, start_override=override)
             reading = [TopicPartition(r.topic, r.partition) for r in ranges if r.size > 0]
             # Hold off revocation of what we read until commit() or close().

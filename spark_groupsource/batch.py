@@ -37,7 +37,7 @@ from spark_groupsource import options as opt
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.logs import configure_worker_logging
-from spark_groupsource.offset_reader import OffsetReader
+from spark_groupsource.offset_reader import reader_for
 from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
 
 __all__ = [
@@ -337,7 +337,7 @@ class GroupKafkaBatchReader(DataSourceReader):
             with BackfillPlan.from_options(self.opts) as plan:
                 # Membership ends with planning here: nothing can be committed for this read.
                 return list(plan.ranges)
-        with OffsetReader(opt.fetcher_config(self.opts)) as view:
+        with reader_for(self.opts) as view:
             return resolve_ranges(self.opts, view)
 
     def partitions(self) -> list[InputPartition]:

@@ -9,54 +9,292 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+)
 from confluent_kafka import TopicPartition as CkTP
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from assignment.model import TopicPartition
+from spark_groupsource import options as opt
 from spark_groupsource.errors import BrokerError
 
 log = logging.getLogger("spark_groupsource.offsets")
 
+T = TypeVar("T")
+
+#: Properties only a consumer understands; an admin client given them warns on every start.
+_CONSUMER_ONLY = frozenset(
+    {
+        "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store",
+        "enable.partition.eof", "auto.offset.reset", "isolation.level", "fetch.wait.max.ms",
+        "fetch.min.bytes", "fetch.max.bytes", "max.partition.fetch.bytes", "fetch.message.max.bytes",
+        "queued.min.messages", "queued.max.messages.kbytes", "session.timeout.ms",
+        "heartbeat.interval.ms", "max.poll.interval.ms", "partition.assignment.strategy",
+        "auto.commit.interval.ms", "check.crcs", "client.rack", "group.protocol",
+        "group.remote.assignor", "fetch.queue.backoff.ms", "fetch.error.backoff.ms",
+    }
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How driver-side offset queries ride out a broker or coordinator that is away.
+
+    Each query is one request per broker bounded by ``request_timeout_ms``; what failed is asked
+    again ``num_retries`` times, ``retry_interval_ms`` apart (Spark's ``fetchOffset.numRetries``
+    and ``fetchOffset.retryIntervalMs``). A query therefore gives up after at most
+    ``(num_retries + 1) * request_timeout_ms + num_retries * retry_interval_ms``.
+    """
+
+    num_retries: int = 3
+    retry_interval_ms: int = 1_000
+    request_timeout_ms: int = 5_000
+
+    @property
+    def bound_s(self) -> float:
+        n = self.num_retries
+        return ((n + 1) * self.request_timeout_ms + n * self.retry_interval_ms) / 1000.0
+
+
+@dataclass(frozen=True)
+class Partial:
+    """What a query could answer, and why the rest could not be answered."""
+
+    found: dict
+    missing: dict[TopicPartition, str]
+    attempts: int
+
+
+def reader_for(opts: opt._CommonOptions) -> OffsetReader:
+    """The offset reader a query's options describe (client config and retry policy)."""
+    policy = RetryPolicy(opts.fetch_offset_num_retries, opts.fetch_offset_retry_interval_ms)
+    return OffsetReader(opt.fetcher_config(opts), policy=policy)
+
 
 class OffsetReader:
     """Watermarks, timestamp lookups, metadata and a group's committed offsets through
-    confluent-kafka clients that never join a group (reading commits disturbs nobody)."""
+    confluent-kafka clients that never join a group (reading commits disturbs nobody).
 
-    def __init__(self, config: Mapping[str, object], timeout_s: float = 30.0):
+    Offsets and commits are read with one ``AdminClient`` request per broker, so a broker that
+    is away costs only its own partitions: the ``try_*`` methods return what was answered and
+    name what was not (the stream leaves those partitions out of one micro-batch); the plain
+    methods raise :class:`BrokerError` once the :class:`RetryPolicy` is spent.
+    """
+
+    def __init__(self, config: Mapping[str, object], timeout_s: float = 30.0, policy: RetryPolicy | None = None):
         self._config = dict(config)
         self._timeout = timeout_s
+        self.policy = policy or RetryPolicy()
+        self.bootstrap = str(self._config.get("bootstrap.servers", ""))
+        committed = str(self._config.get("isolation.level", "read_uncommitted")) == "read_committed"
+        self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         self._consumer: Consumer | None = None
+        self._admin: AdminClient | None = None
 
     def _client(self) -> Consumer:
         if self._consumer is None:
             self._consumer = Consumer(self._config)
         return self._consumer
 
+    def _admin_client(self) -> AdminClient:
+        if self._admin is None:
+            conf = {k: v for k, v in self._config.items() if k not in _CONSUMER_ONLY}
+            self._admin = AdminClient(conf)
+        return self._admin
+
     def close(self) -> None:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+        self._admin = None
+
+    # -- retries ---------------------------------------------------------------------------
+    def _with_retries(self, keys: list[T], ask: Callable[[list[T]], tuple[dict, dict[T, str]]],
+                      retries: int | None = None) -> Partial:
+        """Ask for ``keys``; ask again for what failed, per the policy (or ``retries`` times)."""
+        found: dict = {}
+        missing: dict[T, str] = {}
+        todo = list(keys)
+        attempts = 0
+        for attempt in range(1 + (self.policy.num_retries if retries is None else retries)):
+            if attempt:
+                time.sleep(self.policy.retry_interval_ms / 1000.0)
+            attempts += 1
+            got, missing = ask(todo)
+            found.update(got)
+            todo = [k for k in todo if k in missing]
+            if not todo:
+                break
+            log.info("offset query: %d unanswered after attempt %d (%s)", len(todo), attempts,
+                     next(iter(missing.values())))
+        return Partial(found, {k: missing[k] for k in todo}, attempts)
+
+    def _raise_missing(self, what: str, partial: Partial) -> None:
+        if partial.missing:
+            raise BrokerError(self.unavailable_message(what, partial.missing, partial.attempts))
+
+    def unavailable_message(self, what: str, missing: Mapping[TopicPartition, str], attempts: int,
+                            since_s: float | None = None) -> str:
+        """Names the partitions, their leaders, the bootstrap servers and what was tried."""
+        parts = sorted(missing)
+        shown = ", ".join(map(str, parts[:10])) + (f" and {len(parts) - 10} more" if len(parts) > 10 else "")
+        leaders = self.leaders(parts)
+        where = "; ".join(f"{tp}: leader {leaders[tp]}" for tp in parts[:10] if tp in leaders) or (
+            "cluster metadata unavailable"
+        )
+        took = f" for {since_s:.0f}s" if since_s is not None else ""
+        reason = missing[parts[0]]
+        return (
+            f"cannot read {what} of {shown}{took} ({where}) through bootstrap servers {self.bootstrap}: "
+            f"{attempts} attempts, each bounded by {self.policy.request_timeout_ms} ms, "
+            f"{self.policy.retry_interval_ms} ms apart (fetchOffset.numRetries="
+            f"{self.policy.num_retries}, fetchOffset.retryIntervalMs={self.policy.retry_interval_ms}); "
+            f"last error: {reason}"
+        )
+
+    # -- watermarks ------------------------------------------------------------------------
+    def _list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> tuple[dict, dict]:
+        timeout = self.policy.request_timeout_ms / 1000.0
+        try:
+            futures = self._admin_client().list_offsets(
+                {CkTP(tp.topic, tp.partition): spec for tp in partitions},
+                isolation_level=self._isolation,
+                request_timeout=timeout,
+            )
+        except KafkaException as exc:
+            return {}, {tp: _reason(exc) for tp in partitions}
+        found, missing = {}, {}
+        for ck, fut in futures.items():
+            tp = TopicPartition(ck.topic, ck.partition)
+            try:
+                offset = fut.result(timeout=timeout + 5).offset
+            except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
+                missing[tp] = _reason(exc)
+                continue
+            if offset is None or offset < 0:
+                missing[tp] = f"no answer within {self.policy.request_timeout_ms} ms (leader unavailable)"
+            else:
+                found[tp] = offset
+        return found, missing
+
+    def _ask_watermarks(self, partitions: list[TopicPartition]) -> tuple[dict, dict]:
+        lows, lows_missing = self._list_offsets(partitions, OffsetSpec.earliest())
+        asked = [tp for tp in partitions if tp in lows]
+        highs, highs_missing = self._list_offsets(asked, OffsetSpec.latest()) if asked else ({}, {})
+        found = {tp: (lows[tp], highs[tp]) for tp in asked if tp in highs}
+        return found, {**lows_missing, **highs_missing}
+
+    def try_watermarks(self, partitions: Iterable[TopicPartition], retries: int | None = None) -> Partial:
+        """(log start, end) of the partitions that answered; the end respects the isolation
+        level. Partitions whose leader did not answer within the policy are in ``missing``."""
+        parts = sorted(set(partitions))
+        if not parts:
+            return Partial({}, {}, 0)
+        return self._with_retries(parts, self._ask_watermarks, retries)
 
     def watermarks(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
-        """(log start, end) per partition; the end respects the configured isolation level."""
-        out = {}
-        client = self._client()
-        for tp in sorted(partitions):
-            try:
-                low, high = client.get_watermark_offsets(CkTP(tp.topic, tp.partition), timeout=self._timeout, cached=False)
-            except KafkaException as exc:
-                raise BrokerError(f"cannot read the offsets of {tp}: {exc.args[0]}") from exc
-            out[tp] = (low, high)
-        return out
+        """(log start, end) per partition; :class:`BrokerError` when some stay unanswered."""
+        partial = self.try_watermarks(partitions)
+        self._raise_missing("the offsets", partial)
+        return partial.found
 
     def latest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: hi for tp, (_, hi) in self.watermarks(partitions).items()}
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: lo for tp, (lo, _) in self.watermarks(partitions).items()}
+
+    # -- committed offsets -----------------------------------------------------------------
+    def _ask_committed(self, group: str, partitions: list[TopicPartition]) -> tuple[dict, dict]:
+        timeout = self.policy.request_timeout_ms / 1000.0
+        request = ConsumerGroupTopicPartitions(group, [CkTP(tp.topic, tp.partition) for tp in partitions])
+        try:
+            futures = self._admin_client().list_consumer_group_offsets([request], request_timeout=timeout)
+            answer = next(iter(futures.values())).result(timeout=timeout + 5)
+        except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
+            why = f"group coordinator of {group!r}: {_reason(exc)}"
+            return {}, {tp: why for tp in partitions}
+        found, missing = {}, {}
+        for ck in answer.topic_partitions:
+            tp = TopicPartition(ck.topic, ck.partition)
+            if ck.error is not None:
+                missing[tp] = f"group {group!r}: {ck.error}"
+            else:
+                found[tp] = ck.offset if ck.offset >= 0 else None
+        for tp in partitions:
+            if tp not in found and tp not in missing:
+                missing[tp] = f"group {group!r}: no answer for {tp}"
+        return found, missing
+
+    def try_committed(self, group: str, partitions: Iterable[TopicPartition], retries: int | None = None) -> Partial:
+        """The group's committed offsets (None where nothing is committed), read with
+        OffsetFetch from a client that does not join the group."""
+        parts = sorted(set(partitions))
+        if not parts:
+            return Partial({}, {}, 0)
+        return self._with_retries(parts, lambda todo: self._ask_committed(group, todo), retries)
+
+    def committed(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        partial = self.try_committed(group, partitions)
+        self._raise_missing(f"the committed offsets of group {group!r}", partial)
+        return partial.found
+
+    # -- metadata ----------------------------------------------------------------------------
+    def topics(self) -> dict[str, int]:
+        """Every topic of the cluster with its partition count."""
+        md = self._metadata(what="cluster metadata")
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
+
+    def _metadata(self, what: str):
+        timeout = self.policy.request_timeout_ms / 1000.0
+        last: Exception | None = None
+        for attempt in range(self.policy.num_retries + 1):
+            if attempt:
+                time.sleep(self.policy.retry_interval_ms / 1000.0)
+            try:
+                return self._admin_client().list_topics(timeout=timeout)
+            except KafkaException as exc:
+                last = exc
+        raise BrokerError(
+            f"cannot read {what} from bootstrap servers {self.bootstrap}: no broker answered "
+            f"{self.policy.num_retries + 1} metadata requests of {self.policy.request_timeout_ms} ms "
+            f"each (is the cluster reachable, and are kafka.security.protocol / SASL settings right?); "
+            f"last error: {_reason(last)}"
+        ) from last
+
+    def reachable(self) -> str | None:
+        """None when a broker answers a metadata request; else why not (one short attempt)."""
+        try:
+            self._admin_client().list_topics(timeout=min(5.0, self.policy.request_timeout_ms / 1000.0))
+            return None
+        except KafkaException as exc:
+            return _reason(exc)
+
+    def leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
+        """'broker N (host:port)' or 'none' per partition, for error messages; {} if unknown."""
+        try:
+            md = self._admin_client().list_topics(timeout=2.0)
+        except KafkaException:
+            return {}
+        out = {}
+        for tp in partitions:
+            topic = md.topics.get(tp.topic)
+            meta = topic.partitions.get(tp.partition) if topic is not None else None
+            if meta is None:
+                out[tp] = "unknown (no such partition in metadata)"
+                continue
+            broker = md.brokers.get(meta.leader)
+            out[tp] = f"broker {meta.leader} ({broker.host}:{broker.port})" if broker else f"none ({meta.leader})"
+        return out
 
     def for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         """First offset whose timestamp is >= the given ms; None when past the end.
@@ -100,34 +338,6 @@ class OffsetReader:
         for ck in found:
             if ck.error is not None:
                 raise BrokerError(f"cannot look up {ck.topic}-{ck.partition} by timestamp: {ck.error}")
-            out[TopicPartition(ck.topic, ck.partition)] = ck.offset if ck.offset >= 0 else None
-        return out
-
-    def topics(self) -> dict[str, int]:
-        """Every topic of the cluster with its partition count."""
-        try:
-            md = self._client().list_topics(timeout=self._timeout)
-        except KafkaException as exc:
-            raise BrokerError(f"cannot read cluster metadata: {exc.args[0]}") from exc
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
-
-    def committed(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        """The group's committed offsets (None where nothing is committed), read with OffsetFetch
-        from a client that does not join the group."""
-        parts = sorted(partitions)
-        if not parts:
-            return {}
-        client = Consumer({**self._config, "group.id": group})
-        try:
-            found = client.committed([CkTP(tp.topic, tp.partition) for tp in parts], timeout=self._timeout)
-        except KafkaException as exc:
-            raise BrokerError(f"cannot read the committed offsets of group {group!r}: {exc.args[0]}") from exc
-        finally:
-            client.close()
-        out: dict[TopicPartition, int | None] = {}
-        for ck in found:
-            if ck.error is not None:
-                raise BrokerError(f"cannot read the committed offset of {ck.topic}-{ck.partition}: {ck.error}")
             out[TopicPartition(ck.topic, ck.partition)] = ck.offset if ck.offset >= 0 else None
         return out
 
@@ -203,3 +413,12 @@ class _RecordProbe:
                 lo = (rec[0] + 1) if rec is not None else high
         rec = self.first_at(tp, lo, high)
         return rec[0] if rec is not None else None
+
+
+def _reason(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown"
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        err = exc.args[0]
+        return f"{err.name()}: {err.str()}"
+    return f"{type(exc).__name__}: {exc}"

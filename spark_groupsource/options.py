@@ -38,6 +38,13 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        waits for records it knows exist before failing
 ``fetchOffset.numRetries``             int >= 0, default 3: driver offset-query retries
 ``fetchOffset.retryIntervalMs``        int >= 0, default 1000
+``brokerOutageTimeoutMs``              positive int, default 120000: how long a partition's
+                                       offsets (or the group's commits) may stay unreadable,
+                                       its leader or the coordinator away, before the query
+                                       fails; meanwhile it is left out of micro-batches
+``groupJoinTimeoutMs``                 positive int, default 120000: how long the driver may
+                                       take to reach the cluster and get its first
+                                       assignment before the query fails
 ``kafka.group.instance.id``            static membership (KIP-345)
 ``kafka.client.rack``                  rack of the driver's member and of the fetchers
 ``kafka.session.timeout.ms``           group timeouts; left to the client when not given
@@ -102,6 +109,8 @@ DEFAULT_MAX_RECORDS_PER_ARROW_BATCH = 10_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
+DEFAULT_BROKER_OUTAGE_TIMEOUT_MS = 120_000
+DEFAULT_GROUP_JOIN_TIMEOUT_MS = 120_000
 #: librdkafka's Consumer needs a group.id even when it only assigns; batch queries without one
 #: use this. The fetchers never subscribe or commit, so it never becomes a group.
 FETCHER_PLACEHOLDER_GROUP = "spark-groupkafka-fetcher"
@@ -290,6 +299,8 @@ class _CommonOptions:
     poll_timeout_ms: int
     fetch_offset_num_retries: int
     fetch_offset_retry_interval_ms: int
+    broker_outage_timeout_ms: int = DEFAULT_BROKER_OUTAGE_TIMEOUT_MS
+    group_join_timeout_ms: int = DEFAULT_GROUP_JOIN_TIMEOUT_MS
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0
@@ -357,6 +368,8 @@ _OPTION_NAMES = [
     "kafkaConsumer.pollTimeoutMs",
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",
+    "brokerOutageTimeoutMs",
+    "groupJoinTimeoutMs",
     "endingOffsets",
     "endingTimestamp",
     "endingOffsetsByTimestamp",
@@ -482,6 +495,10 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         fetch_offset_retry_interval_ms=_int(
             raw, "fetchoffset.retryintervalms", DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS, minimum=0
         ),
+        broker_outage_timeout_ms=_int(
+            raw, "brokeroutagetimeoutms", DEFAULT_BROKER_OUTAGE_TIMEOUT_MS, minimum=1
+        ),
+        group_join_timeout_ms=_int(raw, "groupjointimeoutms", DEFAULT_GROUP_JOIN_TIMEOUT_MS, minimum=1),
         leader_sync_delay_ms=_int(raw, "leadersyncdelayms", 0, minimum=0),
         kafka_params=KafkaParams(kafka_params),
     )

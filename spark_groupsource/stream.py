@@ -18,20 +18,23 @@ import json
 import logging
 import signal
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from spark_groupsource import options as opt
-from spark_groupsource.errors import DataLossError, OptionError
+from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
-from spark_groupsource.offset_reader import OffsetReader
+from spark_groupsource.offset_reader import reader_for
 from spark_groupsource.offsets import StreamOffset, has_new_data, plan_ranges
+from spark_groupsource.outage import Unavailability
 from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
 
 log = logging.getLogger("spark_groupsource.stream")
@@ -47,6 +50,14 @@ except ImportError:  # pragma: no cover - pyproject requires >= 4.2.1
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 EMPTY = StreamOffset({})
+
+
+@dataclass
+class DataLossCounters:
+    """Records skipped under failOnDataLoss=false, as seen by the driver's planner."""
+
+    batches: int = 0
+    offsets_skipped: int = 0
 
 
 class _Driver:
@@ -69,7 +80,9 @@ class _Driver:
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )
-        self.reader = OffsetReader(opt.fetcher_config(opts))
+        self.reader = reader_for(opts)
+        self.outage = Unavailability(opts.broker_outage_timeout_ms / 1000.0)
+        self.data_loss = DataLossCounters()
         self.lock = threading.RLock()
         # partition -> (next offset, acquisition serial it was planned under)
         self.positions: dict[TopicPartition, tuple[int, int]] = {}
@@ -82,11 +95,14 @@ class _Driver:
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
         self.closed = False
+        self.started_at = time.monotonic()
         self.membership.start()
         self._install_shutdown_hooks()
-        joined = self.membership.wait_for_assignment(timeout_s=max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))
-        if not joined:
-            log.warning("group %s: not joined yet; batches start once the group assigns partitions", opts.group_id)
+        first_wait = min(opts.group_join_timeout_ms / 1000.0, max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))
+        self.joined = self.membership.wait_for_assignment(timeout_s=first_wait)
+        if not self.joined:
+            log.warning("group %s: not joined yet; batches start once the group assigns partitions "
+                        "(the query fails after groupJoinTimeoutMs=%d)", opts.group_id, opts.group_join_timeout_ms)
 
     # -- shutdown: Spark never calls stop() on query.stop(); the runner gets SIGTERM --------
     def _install_shutdown_hooks(self) -> None:
@@ -194,19 +210,27 @@ class _Driver:
             return committed
         return self._reset_position(tp, low, high)
 
-    def resolve_positions(self, owned: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    def resolve_positions(
+        self, owned: Mapping[TopicPartition, int], marks: Mapping[TopicPartition, tuple[int, int]]
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
+        """Where each owned partition reads next, and why the others cannot be planned now. A
+        partition acquired since the last plan starts from the group's committed offset (or the
+        starting options); when the group's coordinator cannot answer, it is left out of this
+        batch and asked again next time."""
         fresh = [tp for tp, serial in owned.items() if self.positions.get(tp, (None, None))[1] != serial]
         out = {tp: self.positions[tp][0] for tp in owned if tp not in fresh}
         if not fresh:
-            return out
-        committed = self.membership.committed(fresh)
-        marks = self.reader.watermarks(fresh)
+            return out, {}
+        answer = self.reader.try_committed(self.opts.group_id, fresh, retries=0)
+        committed = answer.found
         use_starting = self.fresh_query and not self.started_positions
         self._by_time: dict[TopicPartition, int | None] = {}
         if use_starting and isinstance(self.opts.starting, opt.TimestampOffsets):
             stamps = {tp: self.opts.starting.timestamp_for(tp.topic, tp.partition) for tp in fresh}
             self._by_time = self.reader.for_timestamps({tp: ts for tp, ts in stamps.items() if ts is not None})
         for tp in sorted(fresh):
+            if tp not in committed:
+                continue  # the coordinator did not answer: planned once it does
             low, high = marks[tp]
             got = committed.get(tp)
             rec = self.recovered.ranges.get(tp) if self.recovered is not None else None
@@ -222,25 +246,76 @@ class _Driver:
             out[tp] = pos
             self.positions[tp] = (pos, owned[tp])
             log.info("group %s: %s starts at offset %d (committed: %s)", self.opts.group_id, tp, pos, got)
-        self.started_positions = True
-        self.recovered = None
-        return out
+        if not answer.missing:
+            self.started_positions = True
+            self.recovered = None
+        return out, answer.missing
 
-    def _check_beyond_end(self, positions: dict[TopicPartition, int], latest: Mapping[TopicPartition, int]) -> None:
-        """A position past the partition's end means its records were deleted (topic recreated,
-        log truncated): fail, or with failOnDataLoss=false warn and go on from the new end,
-        as Spark's Kafka source does. Without this the query would wait there silently."""
+    def _check_data_loss(self, positions: dict[TopicPartition, int],
+                         marks: Mapping[TopicPartition, tuple[int, int]]) -> None:
+        """A position below the log start (retention, deleted records) or past the end (topic
+        recreated, log truncated) means records are gone: fail before any data moves, or with
+        failOnDataLoss=false log the partitions and ranges skipped, count them and go on from
+        the log start (or the new end) at once, as Spark's Kafka source does."""
+        skipped = []
         for tp, pos in sorted(positions.items()):
-            end = latest.get(tp)
-            if end is None or pos <= end:
+            low, high = marks[tp]
+            if pos > high:
+                new, detail = high, f"position {pos} is beyond the end offset {high}: records were deleted"
+                available = None
+            elif pos < low:
+                new, detail = low, f"offsets [{pos}, {low}) are below the log start offset {low} (retention or deleted records)"
+                available = low
+            else:
                 continue
             if self.opts.fail_on_data_loss:
-                raise DataLossError(tp.topic, tp.partition, pos, end,
-                                    f"the partition now ends at {end}: records were deleted")
-            log.warning("data loss in %s: position %d is beyond the end offset %d; continuing "
-                        "from %d (failOnDataLoss=false)", tp, pos, end, end)
-            positions[tp] = end
-            self.positions[tp] = (end, self.positions[tp][1])  # resolve_positions set every owned one
+                raise DataLossError(tp.topic, tp.partition, pos, available, detail)
+            skipped.append((tp, pos, new, detail))
+            positions[tp] = new
+            self.positions[tp] = (new, self.positions[tp][1])  # resolve_positions set every owned one
+        if skipped:
+            count = sum(max(0, new - pos) for _, pos, new, _ in skipped)
+            self.data_loss.batches += 1
+            self.data_loss.offsets_skipped += count
+            log.warning(
+                "group %s: data loss: skipping %d offsets in this micro-batch because "
+                "failOnDataLoss=false (%d skipped since the query started): %s",
+                self.opts.group_id, count, self.data_loss.offsets_skipped,
+                "; ".join(f"{tp} [{pos}, {new}): {detail}" for tp, pos, new, detail in skipped),
+            )
+
+    def _check_joined(self) -> None:
+        """Fail, within groupJoinTimeoutMs, a query that never got an assignment, saying what
+        could not be reached, instead of staying ACTIVE and reading nothing."""
+        if self.joined:
+            return
+        self.joined = self.membership.wait_for_assignment(timeout_s=0.05)
+        waited = time.monotonic() - self.started_at
+        if self.joined or waited * 1000 < self.opts.group_join_timeout_ms:
+            return
+        unreachable = self.reader.reachable()
+        if unreachable is not None:
+            what = f"no broker answered ({unreachable}); check the addresses and kafka.security.protocol"
+        else:
+            what = ("the brokers answer, but the group's coordinator never completed a join for this member "
+                    f"({self.membership.describe()})")
+        raise MembershipError(
+            f"group {self.opts.group_id!r} got no assignment within groupJoinTimeoutMs="
+            f"{self.opts.group_join_timeout_ms} through bootstrap servers {self.opts.bootstrap_servers}: {what}"
+        )
+
+    def _check_outage(self) -> None:
+        overdue = self.outage.overdue()
+        if not overdue:
+            return
+        tp = min(overdue, key=lambda t: overdue[t].since)
+        misses = {t: a.reason for t, a in overdue.items()}
+        raise BrokerError(
+            self.reader.unavailable_message(
+                "the offsets or committed offsets", misses, sum(a.misses for a in overdue.values()),
+                since_s=self.outage.age_s(tp),
+            ) + f"; brokerOutageTimeoutMs={self.opts.broker_outage_timeout_ms} ran out"
+        )
 
     # -- planning ------------------------------------------------------------------------------
     def plan(self, start_json: str | None, max_rows: int | None) -> str | None:
@@ -249,25 +324,37 @@ class _Driver:
             # offsets whose commit met a rebalance go out as soon as the generation is stable
             self._forget_lost(self.membership.flush_pending())
             snap = self.membership.snapshot()
+            self._check_joined()
             if not self.membership.may_plan(snap):
                 return start_json  # eager: plan nothing new while partitions are handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
                 self.positions.pop(tp)
+            self.outage.forget(owned)
             if not owned:
                 return start_json
-            positions = self.resolve_positions(owned)
-            latest = self.reader.latest(owned)
-            self.latest_seen = dict(latest)
-            self._check_beyond_end(positions, latest)
+            # a partition whose leader (or the coordinator) is away sits this batch out
+            marks = self.reader.try_watermarks(owned, retries=0)
+            positions, unresolved = self.resolve_positions({tp: owned[tp] for tp in marks.found}, marks.found)
+            left_out = {**marks.missing, **unresolved}
+            self.outage.update(left_out, positions)
+            self._check_outage()
+            if left_out:
+                log.warning("group %s: leaving %d partitions out of this micro-batch, their offsets are "
+                            "unreadable: %s", self.opts.group_id, len(left_out),
+                            "; ".join(f"{tp}: {why}" for tp, why in sorted(left_out.items())[:5]))
+            latest = {tp: marks.found[tp][1] for tp in positions}
+            self.latest_seen = {tp: latest.get(tp, self.latest_seen.get(tp)) for tp in owned
+                                if tp in latest or tp in self.latest_seen}
+            self._check_data_loss(positions, marks.found)
             caps = None
             if self.caps is not None:
                 # a partition not owned at the snapshot (the join had not delivered the
                 # assignment yet, or a rebalance moved it here) is read up to its end when
                 # first seen; capping it at its position would read nothing and end the run
-                for tp in owned:
+                for tp in positions:
                     self.caps.setdefault(tp, latest[tp])
-                caps = {tp: self.caps[tp] for tp in owned}
+                caps = {tp: self.caps[tp] for tp in positions}
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
                 return start_json
