@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from chaos.procs import Member, start_member
 from chaos.sink import read_batches
 from chaos.traffic import OffsetSampler, PlainMember, SeqProducer
-from chaos.verdict import tally
+from chaos.verdict import tally, unreported
 from spark_groupsource.devbroker import DevBroker
 
 #: Reader options of every member on the mock: a 6 s session (a member still draining a slow
@@ -273,6 +273,11 @@ class Run:
                 reasons.append(f"{h.owner} exited by itself with code {h.unexpected_exit}; see {h.log_path}")
         reasons += self.problems
         all_logs = "\n".join(logs.values())
+        if t.deleted_records and not self.outcome.expect_failure:
+            missing = unreported(t.deleted_records, reported_skips(all_logs, self.topic))
+            if missing:
+                reasons.append(f"{len(missing)} deleted records in no logged data-loss range, e.g. "
+                               f"(partition, offset) {missing[:5]}")
         for pattern in self.outcome.expect_logged:
             if not re.search(pattern, all_logs):
                 reasons.append(f"no log line matching {pattern!r}")
@@ -280,6 +285,20 @@ class Run:
             row.notes.append("the group's commits did not reach the log end")
         row.notes += self.notes
         row.ok = not reasons
+
+
+def reported_skips(logs: str, topic: str) -> list[tuple[int, int, int]]:
+    """(partition, from, until) of every data-loss skip the connector logged: the driver's
+    "data loss: skipping ... t-p [from, until)" and the executors' "data loss in t-p: offsets
+    [from, until)"."""
+    t = re.escape(topic)
+    out = []
+    for line in logs.splitlines():
+        if "data loss" not in line:
+            continue
+        for p, lo, hi in re.findall(rf"{t}-(\d+):? (?:offsets )?\[(\d+), (\d+)\)", line):
+            out.append((int(p), int(lo), int(hi)))
+    return out
 
 
 def _read(path: str) -> str:

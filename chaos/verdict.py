@@ -22,6 +22,7 @@ class Tally:
     wrong: int  # a read whose (partition, offset) is not where the record was acknowledged
     dup_breaches: list[str] = field(default_factory=list)
     lost_examples: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, partition, offset)
+    deleted_records: list[tuple[int, int]] = field(default_factory=list)  # (partition, offset)
 
 
 def tally(
@@ -48,12 +49,12 @@ def tally(
                 wrong += 1
             reads[(slot, s)] += 1
     seen = {s for _slot, s in reads}
-    lost, deleted = [], 0
+    lost, deleted = [], []
     for s, (p, o) in produced.items():
         if s in seen:
             continue
         if o < deleted_before.get(p, -1):
-            deleted += 1
+            deleted.append((p, o))
             continue
         if counted_below is not None and (counted_below.get(p) is None or o >= counted_below[p]):
             continue
@@ -62,11 +63,16 @@ def tally(
     dup_total = sum(n - 1 for n in reads.values())
     dup_max = max(reads.values(), default=0)
     return Tally(
-        produced=len(produced), read=len(seen & produced.keys()), lost=len(lost), deleted=deleted,
+        produced=len(produced), read=len(seen & produced.keys()), lost=len(lost), deleted=len(deleted),
         dup_total=dup_total, dup_max=dup_max, wrong=wrong,
         dup_breaches=_promise_breaches(produced, batches, reads, acquisitions, per_member),
-        lost_examples=lost[:10],
+        lost_examples=lost[:10], deleted_records=sorted(deleted),
     )
+
+
+def unreported(deleted: list[tuple[int, int]], reported: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Deleted records no reported skip range ``(partition, from, until)`` covers."""
+    return [(p, o) for p, o in deleted if not any(rp == p and lo <= o < hi for rp, lo, hi in reported)]
 
 
 def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> list[str]:
