@@ -186,6 +186,9 @@ class PlainMember:
                 self.commit_errors += 1  # fenced by a rebalance: the next owner re-reads (at-least-once)
 
     def close(self) -> None:
+        """Leave the group (idempotent)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._thread.join(15)
         self.consumer.close()
