@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-unit test-integration lint bench chaos clean
+.PHONY: setup test test-unit test-integration lint bench demo chaos clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,demo]"
 	$(PY) -m spark_groupsource.devbroker --check
 
 test:
@@ -27,6 +27,15 @@ lint:
 bench:
 	$(PY) bench/assignors.py
 	$(PY) bench/throughput.py
+	$(PY) bench/small_batches.py
+
+# A dev broker, a producer, two queries and a librdkafka consumer in one group, drawn into
+# build/demo/ownership.png and build/demo/summary.txt (a few minutes). DEMO_ARGS: see
+# `python -m demo --help`.
+DEMO_ARGS ?=
+demo:
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -c constraints.txt -e ".[demo]"
+	$(PY) -m demo $(DEMO_ARGS)
 
 # Fault-injection scenarios against the mock broker (see README, "Chaos suite"); ~25 min.
 # CHAOS_ARGS="--only driver_kill9,commit_errors" to pick scenarios, --list to see them.

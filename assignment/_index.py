@@ -19,7 +19,9 @@ def topic_partitions(topic: str, n: int) -> tuple[TopicPartition, ...]:
 
 
 class PartitionSpace:
-    __slots__ = ("topics", "offsets", "counts", "total", "_offset_of")
+    __slots__ = ("topics", "offsets", "counts", "total", "_offset_of", "_topic_of", "_part_of",
+                 "_table", "cache",
+                 "offset_by_topic", "count_by_topic")
 
     def __init__(self, partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
         self.topics = sorted({t for t in topics if partitions_per_topic.get(t, 0) > 0})
@@ -31,6 +33,43 @@ class PartitionSpace:
             off += n
         self.total = off
         self._offset_of = {t: (o, n) for t, o, n in zip(self.topics, self.offsets, self.counts, strict=True)}
+        self._topic_of: list[int] | None = None
+        self._part_of: list[int] | None = None
+        self._table: list[TopicPartition] | None = None
+        self.cache: dict[str, object] = {}  # derived data other modules keep per space
+        self.offset_by_topic = dict(zip(self.topics, self.offsets, strict=True))
+        self.count_by_topic = dict(zip(self.topics, self.counts, strict=True))
+
+    def offset_count(self, topic: str) -> tuple[int, int] | None:
+        """(first number, partition count) of ``topic``, or None if not in this space."""
+        return self._offset_of.get(topic)
+
+    def topic_of(self) -> list[int]:
+        """Per partition number, its topic's position in ``topics`` (built once, in C loops)."""
+        if self._topic_of is None:
+            out: list[int] = []
+            for k, n in enumerate(self.counts):
+                out += [k] * n
+            self._topic_of = out
+        return self._topic_of
+
+    def part_of(self) -> list[int]:
+        """Per partition number, its partition number within its topic."""
+        if self._part_of is None:
+            out: list[int] = []
+            for n in self.counts:
+                out += range(n)
+            self._part_of = out
+        return self._part_of
+
+    def partition_table(self) -> list[TopicPartition]:
+        """Every TopicPartition in number order (shared values; built once, on demand)."""
+        if self._table is None:
+            out: list[TopicPartition] = []
+            for t, n in zip(self.topics, self.counts, strict=True):
+                out += topic_partitions(t, n)
+            self._table = out
+        return self._table
 
     def index(self, tp: TopicPartition) -> int:
         """The number of ``tp``, or -1 if it is not in this space."""
@@ -40,6 +79,12 @@ class PartitionSpace:
         return on[0] + tp.partition
 
     def indices(self, tps: Iterable[TopicPartition]) -> list[int]:
+        from assignment._compact import IndexedPartitions, WirePartitions
+
+        if isinstance(tps, WirePartitions):
+            return tps.indices(self)
+        if isinstance(tps, IndexedPartitions) and tps.space is self:
+            return list(tps.idx)
         get = self._offset_of.get
         out = []
         for tp in tps:
@@ -60,6 +105,21 @@ class PartitionSpace:
 
         k = bisect.bisect_right(self.offsets, i) - 1
         return topic_partitions(self.topics[k], self.counts[k])[i - self.offsets[k]]
+
+    def member_indices(self, owner: list[int], n_members: int, skip: set[int] | None = None
+                       ) -> list[list[int]]:
+        """Per member (by number) its partition numbers in ascending order, from an owner array."""
+        outs: list[list[int]] = [[] for _ in range(n_members)]
+        appends = [o.append for o in outs]
+        if skip:
+            for i, m in enumerate(owner):
+                if m >= 0 and i not in skip:
+                    appends[m](i)
+        else:
+            for i, m in enumerate(owner):
+                if m >= 0:
+                    appends[m](i)
+        return outs
 
     def build(self, owner: list[int], n_members: int, skip: set[int] | None = None
               ) -> list[list[TopicPartition]]:

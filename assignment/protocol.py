@@ -160,17 +160,23 @@ class _Reader:
 
 
 def encode_subscription(sub: Subscription, version: int = SUBSCRIPTION_MAX_VERSION) -> bytes:
-    """JoinGroup member metadata; fields newer than ``version`` are dropped, as in Java."""
+    """JoinGroup member metadata; fields newer than ``version`` are dropped, as in Java.
+
+    Topics and owned partitions are sorted first, as Java does (KAFKA-12898):
+    the coordinator compares metadata bytes, so the same subscription in
+    another order would look like a change and trigger a needless rebalance.
+    """
     if not 0 <= version <= SUBSCRIPTION_MAX_VERSION:
         raise ValueError(f"subscription version must be 0..{SUBSCRIPTION_MAX_VERSION}, got {version}")
     w = _Writer()
     w.int16(version)
-    w.int32(len(sub.topics))
-    for t in sub.topics:
+    topics = sorted(sub.topics)
+    w.int32(len(topics))
+    for t in topics:
         w.string(t)
     w.nbytes(sub.user_data)
     if version >= 1:
-        w.topic_partitions(sub.owned_partitions)
+        w.topic_partitions(sorted(sub.owned_partitions))
     if version >= 2:
         w.int32(sub.generation)
     if version >= 3:
@@ -235,11 +241,19 @@ def decode_members(
     The caller assigns the failed members nothing (and logs the errors), so the
     rest of the group keeps consuming.
     """
+    from assignment._wirefast import SubscriptionDecoder
+
     ids = group_instance_ids or {}
     good: dict[str, Subscription] = {}
     bad: dict[str, ProtocolDecodeError] = {}
+    fast = SubscriptionDecoder()
     for member_id, data in metadata.items():
         try:
+            good[member_id] = fast.decode(member_id, bytes(data), ids.get(member_id))
+            continue
+        except (ValueError, struct.error, IndexError):  # UnicodeDecodeError is a ValueError
+            pass
+        try:  # the reference reader says exactly what is wrong
             good[member_id] = decode_subscription(member_id, data, ids.get(member_id))
         except ProtocolDecodeError as e:
             bad[member_id] = e
@@ -253,6 +267,16 @@ def encode_assignment(a: MemberAssignment, version: int = ASSIGNMENT_MAX_VERSION
     """SyncGroup member state (the layout is the same in v0-v3)."""
     if not 0 <= version <= ASSIGNMENT_MAX_VERSION:
         raise ValueError(f"assignment version must be 0..{ASSIGNMENT_MAX_VERSION}, got {version}")
+    from assignment._compact import IndexedPartitions
+
+    if isinstance(a.partitions, IndexedPartitions):
+        from assignment._wirefast import AssignmentEncoder
+
+        space = a.partitions.space
+        enc = space.cache.get("encoder")
+        if enc is None:
+            enc = space.cache["encoder"] = AssignmentEncoder(space)
+        return enc.encode(a.partitions, a.user_data, version)  # type: ignore[attr-defined]
     w = _Writer()
     w.int16(version)
     w.topic_partitions(a.partitions)

@@ -14,6 +14,7 @@ User data layout (both directions), version 0::
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Mapping
 
 from assignment.base import Assignor
@@ -29,6 +30,8 @@ from assignment.protocol import decode_versioned_partitions, encode_versioned_pa
 
 USER_DATA_VERSION = 0
 REPLICAS_OPTION = "redundant.replicas"
+
+log = logging.getLogger(__name__)
 
 
 def encode_primaries(partitions: frozenset[TopicPartition] | tuple[TopicPartition, ...]) -> bytes:
@@ -50,6 +53,11 @@ def primary_partitions(assignment: MemberAssignment) -> frozenset[TopicPartition
 class RedundantAssignor(Assignor):
     """Each partition to ``redundant.replicas`` distinct members (default 2).
 
+    While fewer members subscribe to a topic than that (a rolling restart), its
+    partitions get one replica per subscriber, with a warning and a count in
+    ``degraded_assignments``; the next rebalance with the members back restores
+    full redundancy.
+
     Replica counts and primary counts are each balanced over the members of a
     topic's subscriber set; replicas and primaries a member held before are kept
     when that does not break balance. Example, t with 2 partitions, C0..C2, N=2::
@@ -66,6 +74,10 @@ class RedundantAssignor(Assignor):
             raise AssignorConfigError(REPLICAS_OPTION, f"must be >= 1, got {replicas}")
         self.replicas = replicas
         self._primaries: frozenset[TopicPartition] = frozenset()
+        #: rounds this leader assigned fewer replicas than configured (members missing)
+        self.degraded_assignments = 0
+        #: topic -> replicas per partition in the last round, for topics below ``replicas``
+        self.last_shortfall: dict[str, int] = {}
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> RedundantAssignor:
@@ -93,13 +105,18 @@ class RedundantAssignor(Assignor):
             for t in dict.fromkeys(subscriptions[m].topics):
                 if cluster.partitions_per_topic.get(t, 0) > 0:
                     subscribers.setdefault(t, []).append(m)
-        for t, ms in sorted(subscribers.items()):
-            if len(ms) < n_rep:
-                raise AssignorConfigError(
-                    REPLICAS_OPTION,
-                    f"{n_rep} replicas requested but only {len(ms)} member(s) subscribe to "
-                    f"topic {t!r}",
-                )
+        short = {t: len(ms) for t, ms in sorted(subscribers.items()) if len(ms) < n_rep}
+        self.last_shortfall = short
+        if short:
+            # A rolling restart must not take the group down: serve what is alive now.
+            self.degraded_assignments += 1
+            log.warning(
+                "%s=%d but fewer members subscribe to %d topic(s) (%s); assigning that many "
+                "replicas until members return (degraded assignment #%d)",
+                REPLICAS_OPTION, n_rep, len(short),
+                ", ".join(f"{t}: {n}" for t, n in list(short.items())[:5]),
+                self.degraded_assignments,
+            )
         prev_primary: dict[TopicPartition, str] = {}
         holders: dict[TopicPartition, list[str]] = {}
         for m in sorted(subscriptions):
@@ -123,16 +140,15 @@ class RedundantAssignor(Assignor):
         for members, topics in groups.items():
             tps = [tp for t in topics for tp in
                    (TopicPartition(t, p) for p in range(cluster.partitions_per_topic[t]))]
-            self._assign_group(list(members), tps, holders, prev_primary, load, pload,
-                               replicas, primaries)
+            self._assign_group(list(members), tps, min(n_rep, len(members)), holders,
+                               prev_primary, load, pload, replicas, primaries)
         return {
             m: MemberAssignment.of(replicas[m], encode_primaries(tuple(primaries[m])))
             for m in subscriptions
         }
 
-    def _assign_group(self, members, tps, holders, prev_primary, load, pload, replicas,
+    def _assign_group(self, members, tps, n_rep, holders, prev_primary, load, pload, replicas,
                       primaries) -> None:
-        n_rep = self.replicas
         size = len(members)
         total = n_rep * len(tps)
         max_q = -(-total // size)

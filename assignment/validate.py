@@ -8,7 +8,9 @@ turns that into an error naming the assignor and the partition.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 
+from assignment._compact import IndexedPartitions
 from assignment.errors import InvalidAssignmentError
 from assignment.model import ClusterMetadata, MemberAssignment, Subscription, TopicPartition
 
@@ -23,10 +25,15 @@ def validate_assignment(
 ) -> None:
     """Each subscribed, existing partition to exactly ``replicas`` distinct subscribed members.
 
+    Fewer when fewer members subscribe to its topic: ``min(replicas, subscribers)``.
+
     ``cooperative`` (KIP-429): a partition revoked from its current owner is held
     back for one round, so it may go to nobody, but only if a member reported
     owning it and loses it now.
     """
+    if replicas == 1 and _validate_indexed(assignor_name, cluster, subscriptions, assignment,
+                                           cooperative):
+        return
     holders: dict[TopicPartition, list[str]] = {}
     for member, ma in assignment.items():
         sub = subscriptions.get(member)
@@ -54,22 +61,102 @@ def validate_assignment(
             seen.add(tp)
             holders.setdefault(tp, []).append(member)
 
-    subscribed = set()
+    subscribers: dict[str, int] = {}
     withheld: set[TopicPartition] = set()
     for member, sub in subscriptions.items():
-        subscribed.update(sub.topics)
+        for t in set(sub.topics):
+            subscribers[t] = subscribers.get(t, 0) + 1
         if cooperative:
             kept = set(assignment[member].partitions) if member in assignment else set()
             withheld.update(tp for tp in sub.owned_partitions if tp not in kept)
-    for topic in sorted(subscribed):
+    for topic in sorted(subscribers):
+        want = min(replicas, subscribers[topic])
         for tp in cluster.partitions_for(topic):
             got = holders.get(tp, [])
             if not got and tp in withheld:
                 continue
-            if len(got) != replicas:
+            if len(got) != want:
                 who = ", ".join(sorted(got)) or "no member"
                 raise InvalidAssignmentError(
                     assignor_name,
                     f"partition {tp} is assigned to {len(got)} member(s) ({who}), "
-                    f"expected {replicas}",
+                    f"expected {want}",
                 )
+
+
+def _validate_indexed(
+    assignor_name: str,
+    cluster: ClusterMetadata,
+    subscriptions: Mapping[str, Subscription],
+    assignment: Mapping[str, MemberAssignment],
+    cooperative: bool,
+) -> bool:
+    """The same rules on partition numbers, for assignments in one PartitionSpace.
+
+    Returns False when the fast path does not apply (then the general check
+    runs); raises InvalidAssignmentError where the general check would. The loops
+    over partitions are C loops (map, set), so a million partitions cost
+    milliseconds, not seconds.
+    """
+    space = None
+    for ma in assignment.values():
+        parts = ma.partitions
+        if not isinstance(parts, IndexedPartitions) or (space is not None and parts.space is not space):
+            return False
+        space = parts.space
+    subscribed: set[str] = set()
+    for sub in subscriptions.values():
+        subscribed.update(sub.topics)
+    ppt = cluster.partitions_per_topic
+    if space is None or any(ppt.get(t) != n for t, n in zip(space.topics, space.counts, strict=True)):
+        return False
+    if any(ppt.get(t, 0) > 0 and not space.has_topic(t) for t in subscribed):
+        return False  # a subscribed topic the assignor did not see: let the general check name it
+    topic_of = space.topic_of()
+    tid = {t: k for k, t in enumerate(space.topics)}
+    allowed_by_topics: dict[tuple[str, ...], frozenset[int]] = {}
+    every: list[int] = []
+    for member, ma in assignment.items():
+        sub = subscriptions.get(member)
+        if sub is None:
+            raise InvalidAssignmentError(
+                assignor_name, f"member {member!r} is not in the group's subscriptions")
+        idx = ma.partitions.idx  # type: ignore[attr-defined]
+        allowed = allowed_by_topics.get(sub.topics)
+        if allowed is None:
+            allowed = allowed_by_topics[sub.topics] = frozenset(
+                tid[t] for t in sub.topics if t in tid)
+        present = set(map(topic_of.__getitem__, idx))
+        if not present <= allowed:
+            k = min(present - allowed)
+            tp = next(space.partition(i) for i in idx if topic_of[i] == k)
+            raise InvalidAssignmentError(
+                assignor_name,
+                f"partition {tp} given to member {member!r}, which is not subscribed to {tp.topic!r}")
+        every.extend(idx)
+    seen = set(every)
+    if len(seen) != len(every):
+        holders: dict[int, list[str]] = {}
+        for member, ma in assignment.items():
+            for i in ma.partitions.idx:  # type: ignore[attr-defined]
+                holders.setdefault(i, []).append(member)
+        i = min(i for i, h in holders.items() if len(h) > 1)
+        who = ", ".join(sorted(holders[i]))
+        raise InvalidAssignmentError(
+            assignor_name,
+            f"partition {space.partition(i)} is assigned to {len(holders[i])} member(s) ({who}), "
+            "expected 1")
+    ranges = [space.topic_range(t) for t in sorted(subscribed) if space.has_topic(t)]
+    if len(seen) == sum(map(len, ranges)):
+        return True
+    missing = set(chain.from_iterable(ranges)) - seen
+    if cooperative:  # held back only if some member reported owning it (it is revoked now)
+        claimed: set[int] = set()
+        for sub in subscriptions.values():
+            claimed.update(space.indices(sub.owned_partitions))
+        missing -= claimed
+    if missing:
+        tp = space.partition(min(missing))
+        raise InvalidAssignmentError(
+            assignor_name, f"partition {tp} is assigned to 0 member(s) (no member), expected 1")
+    return True

@@ -16,6 +16,7 @@ from kafka.coordinator.assignors.abstract import RebalanceProtocol as KpRebalanc
 
 from assignment import protocol
 from assignment.base import Assignor
+from assignment.leader import lead_round
 from assignment.model import (
     ClusterMetadata,
     MemberAssignment,
@@ -23,13 +24,8 @@ from assignment.model import (
     Subscription,
     TopicPartition,
 )
-from assignment.validate import validate_assignment
 
 log = logging.getLogger("spark_groupsource.membership")
-
-
-def _replicas_of(assignor: Assignor) -> int:
-    return int(getattr(assignor, "replicas", 1) or 1)
 
 
 class BridgedAssignor(AbstractPartitionAssignor):
@@ -84,16 +80,22 @@ class BridgedAssignor(AbstractPartitionAssignor):
         self.assignor.on_assignment(ours, generation)
 
 
-def cluster_snapshot(kp_cluster, topics: set[str]) -> ClusterMetadata:
-    """Turn kafka-python's metadata cache into our plain snapshot (with replica racks)."""
+def cluster_snapshot(kp_cluster, topics: set[str], want_racks: bool = True) -> ClusterMetadata:
+    """Turn kafka-python's metadata cache into our plain snapshot (with replica racks).
+
+    Replica racks are collected per partition (a million partitions: a second on
+    the IO thread), so only when some member reported a rack and some broker has one.
+    """
     counts: dict[str, int] = {}
     racks: dict[TopicPartition, frozenset[str]] = {}
-    parts = getattr(kp_cluster, "_partitions", {})
     for topic in sorted(topics):
         ids = kp_cluster.partitions_for_topic(topic)
-        if not ids:
-            continue
-        counts[topic] = max(ids) + 1
+        if ids:
+            counts[topic] = max(ids) + 1
+    if not want_racks or not any(getattr(b, "rack", None) for b in kp_cluster.brokers()):
+        return ClusterMetadata(counts, racks)
+    parts = getattr(kp_cluster, "_partitions", {})
+    for topic in counts:
         for p, meta in parts.get(topic, {}).items():
             replica_racks = set()
             for node in getattr(meta, "replica_nodes", None) or ():
@@ -113,28 +115,18 @@ def perform_assignment(
     assignor = assignors.get(protocol_name)
     if assignor is None:
         raise ValueError(f"coordinator chose protocol {protocol_name!r}, which this member did not offer")
-    decoded = protocol.decode_members(
+    result = lead_round(
+        assignor,
         {m.member_id: bytes(m.metadata) for m in members},
         {m.member_id: getattr(m, "group_instance_id", None) for m in members},
+        lambda topics, want_racks: cluster_snapshot(kp_cluster, topics, want_racks),
     )
-    subs, bad = decoded.subscriptions, decoded.errors
-    for member_id, reason in bad.items():
+    for member_id, reason in result.undecodable.items():
         log.error("group member %s sent an undecodable subscription; it gets no partitions: %s",
                   member_id, reason)
-    topics = {t for s in subs.values() for t in s.topics}
-    cluster = cluster_snapshot(kp_cluster, topics)
-    result = assignor.assign(cluster, subs)
-    validate_assignment(
-        assignor.name, cluster, subs, result, replicas=_replicas_of(assignor),
-        cooperative=RebalanceProtocol.COOPERATIVE in assignor.supported_protocols,
-    )
-    encoded = {mid: protocol.encode_assignment(a) for mid, a in result.items()}
-    for member_id in bad:
-        encoded[member_id] = protocol.encode_assignment(MemberAssignment(()))
-    for m in members:  # a member the assignor left out still needs an (empty) assignment
-        encoded.setdefault(m.member_id, protocol.encode_assignment(MemberAssignment(())))
-    log.info("leader assigned group with %s to %d members", assignor.name, len(encoded))
-    return encoded, topics
+    log.info("leader assigned group with %s to %d members in %s", assignor.name,
+             len(result.assignments), result.describe())
+    return result.assignments, result.topics
 
 
 def rebalance_protocol_of(assignors: list[Assignor]) -> RebalanceProtocol:

@@ -164,7 +164,7 @@ class BackfillPlan:
         heartbeat_s = (opts.heartbeat_interval_ms or 3000) / 1000.0
         settle = settle_s if settle_s is not None else 2 * heartbeat_s + 1.0
         rebalance_s = (opts.max_poll_interval_ms or 300_000) / 1000.0
-        timeout = assignment_timeout_s if assignment_timeout_s is not None else max(60.0, rebalance_s)
+        timeout = assignment_timeout_s if assignment_timeout_s is not None else opts.group_join_timeout_ms / 1000.0
         sub = opts.subscription
         membership = GroupMembership(
             MembershipConfig(
@@ -177,16 +177,17 @@ class BackfillPlan:
                 # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
                 client_config={"api_version": (2, 3), **opt.membership_config(opts)},
                 leader_sync_delay_ms=leader_sync_delay_ms,
+                join_timeout_ms=opts.group_join_timeout_ms,
             ),
             drain_timeout_s=rebalance_s,
         )
         membership.start()
         try:
-            snap = _settled(membership, opts.group_id, settle, timeout)
-            owned = set(snap.owned)
-            committed = membership.committed(owned) if owned else {}
-            override = {tp: off for tp, off in committed.items() if off is not None}
             with reader_for(opts) as view:
+                snap = _settled(membership, opts, settle, timeout, view)
+                owned = set(snap.owned)
+                committed = view.committed(opts.group_id or "", owned)
+                override = {tp: off for tp, off in committed.items() if off is not None}
                 ranges = resolve_ranges(opts, view, only=owned, start_override=override)
             reading = [TopicPartition(r.topic, r.partition) for r in ranges if r.size > 0]
             # Hold off revocation of what we read until commit() or close().
@@ -290,11 +291,18 @@ class BackfillPlan:
         return f"BackfillPlan(group={self.group!r}, coordinated={self.coordinated}, {self.describe()})"
 
 
-def _settled(membership: Any, group: str | None, settle_s: float, timeout_s: float) -> Any:
+def _settled(membership: Any, opts: opt.BatchOptions, settle_s: float, timeout_s: float, view: Any) -> Any:
     """Wait until joined and the assignment has not changed (nor rebalanced) for ``settle_s``."""
+    group = opts.group_id
     deadline = time.monotonic() + timeout_s
     if not membership.wait_for_assignment(timeout_s):
-        raise MembershipError(f"group {group!r}: no assignment within {timeout_s:.0f}s")
+        unreachable = view.reachable()
+        what = (f"no broker answered ({unreachable})" if unreachable is not None
+                else f"the brokers answer, but the join never completed ({membership.describe()})")
+        raise MembershipError(
+            f"group {group!r}: no assignment within {timeout_s:.0f}s (groupJoinTimeoutMs) through "
+            f"bootstrap servers {opts.bootstrap_servers}: {what}"
+        )
     last_key, stable_since = None, time.monotonic()
     while True:
         snap = membership.snapshot()

@@ -46,3 +46,16 @@ class CommitError(GroupKafkaError):
 
 class BrokerError(GroupKafkaError):
     """A broker request (metadata, offsets, fetch) failed after its retries."""
+
+
+class InterpreterError(GroupKafkaError):
+    """Spark runs the connector in a Python interpreter that lacks its dependencies
+    (PYSPARK_PYTHON unset or pointing elsewhere than the venv where it is installed)."""
+
+
+class GroupUnreachableError(MembershipError):
+    """The group member could not reach the cluster, find the group's coordinator, or get an
+    assignment within ``groupJoinTimeoutMs``. ``step`` says which: "bootstrap",
+    "coordinator" or "assignment"."""
+
+    step: str = ""

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
 from kafka import errors as kerr
-from kafka.structs import MemberState, OffsetAndMetadata
+from kafka.protocol.consumer import OffsetCommitRequest
+from kafka.structs import MemberState
 from kafka.structs import TopicPartition as KpTP
 
 from assignment.base import Assignor
@@ -33,11 +34,14 @@ from spark_groupsource.assignor_bridge import (
     perform_assignment,
     rebalance_protocol_of,
 )
-from spark_groupsource.errors import MembershipError
+from spark_groupsource.errors import GroupUnreachableError, MembershipError
 
 log = logging.getLogger("spark_groupsource.membership")
 
 _FENCES = (kerr.IllegalGenerationError, kerr.UnknownMemberIdError, kerr.FencedInstanceIdError)
+# OffsetCommit answers that mean "the coordinator moved or is busy": look it up again and retry
+_COORDINATOR_MOVED = (kerr.NotCoordinatorError, kerr.CoordinatorNotAvailableError, kerr.RequestTimedOutError)
+_RETRY_SAME = (kerr.CoordinatorLoadInProgressError,)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class MembershipConfig:
     # Workaround for brokers (librdkafka's mock cluster) that reject a follower's
     # SyncGroup arriving after the leader's: the leader waits this long before syncing.
     leader_sync_delay_ms: int = 0
+    # How long the member may go without reaching the cluster, without a coordinator, or
+    # (first join) without an assignment before raise_if_failed() reports it (issue #8).
+    join_timeout_ms: int = 120_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,25 @@ class CommitResult:
     failed: frozenset[TopicPartition] = frozenset()  # other errors: retried with the next batch
     skipped: frozenset[TopicPartition] = frozenset()  # not ours (any more) or not primary
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class MembershipStatus:
+    """What the member has reached, and since when (``time.time()`` seconds; None: never)."""
+
+    cluster_reached_at: float | None
+    coordinator_found_at: float | None  # last time a coordinator became known
+    coordinator_missing_since: float | None  # None while a coordinator is known
+    assigned_at: float | None  # first completed join (SyncGroup applied)
+    stable: bool
+
+
+@dataclass
+class _CommitOutcome:
+    done: set[TopicPartition]
+    failed: set[TopicPartition]  # kept and retried later
+    fenced: set[TopicPartition]
+    error: BaseException | None
 
 
 @dataclass
@@ -114,6 +140,53 @@ class _Listener(AsyncConsumerRebalanceListener):
         self.owner._lost({_ours(tp) for tp in lost}, "membership lost (session expired or fenced)")
 
 
+def _servers(client_config: Mapping[str, object]) -> str:
+    """Bootstrap servers for messages (never any other configuration: it may hold secrets)."""
+    raw = client_config.get("bootstrap_servers", "localhost:9092")
+    return ",".join(raw) if isinstance(raw, (list, tuple)) else str(raw)
+
+
+class _Reach:
+    """Monotonic bookkeeping of what the member reached, for status() and the join bound."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.cluster_at: float | None = None
+        self.coordinator_at: float | None = None
+        self.coordinator_missing: float | None = self.started
+        self.assigned_at: float | None = None
+
+    def observe(self, bootstrapped: bool, coordinator: bool, assigned: bool) -> None:
+        now = time.monotonic()
+        if bootstrapped and self.cluster_at is None:
+            self.cluster_at = now
+        if coordinator:
+            if self.coordinator_missing is not None:
+                self.coordinator_at = now
+            self.coordinator_missing = None
+        elif self.coordinator_missing is None:
+            self.coordinator_missing = now
+        if assigned and self.assigned_at is None:
+            self.assigned_at = now
+
+    def overdue(self, join_bound_s: float, first_join_bound_s: float) -> str | None:
+        """Which step is later than its bound (None: all within bounds)."""
+        now = time.monotonic()
+        if self.cluster_at is None:
+            if now - self.started > join_bound_s:
+                return "bootstrap"
+            return None
+        if self.coordinator_missing is not None and now - self.coordinator_missing > join_bound_s:
+            return "coordinator"
+        if self.assigned_at is None and now - self.started > first_join_bound_s:
+            return "assignment"
+        return None
+
+    @staticmethod
+    def wall(mono: float | None) -> float | None:
+        return None if mono is None else time.time() - (time.monotonic() - mono)
+
+
 class GroupMembership:
     """One member of one group, for the lifetime of a streaming query run."""
 
@@ -141,6 +214,14 @@ class GroupMembership:
         # set once our listener has applied a SyncGroup result: kafka-python marks the member
         # STABLE just before it calls the listener
         self._assignment_seen = threading.Event()
+        self._reach = _Reach()
+        client = dict(config.client_config)
+        self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
+        self._retry_backoff_s = max(0.05, int(client.get("retry_backoff_ms", 100)) / 1000.0)
+        # the first join may legitimately wait for other members' rebalance timeout
+        self._first_join_bound_s = max(
+            config.join_timeout_ms, int(client.get("max_poll_interval_ms", 300_000)) + 5_000
+        ) / 1000.0
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -212,6 +293,7 @@ class GroupMembership:
                 # Never call into the consumer while holding self._cond: kafka-python runs our
                 # listener on its IO thread, which takes self._cond (lock-order deadlock).
                 self._recover_orphaned_join(consumer._coordinator)
+                self._check_reach(consumer._coordinator)
                 assigned = consumer.assignment()
                 if assigned:
                     paused = consumer.paused()
@@ -229,6 +311,46 @@ class GroupMembership:
                         self._cond.notify_all()
                     return
                 time.sleep(0.2)
+
+    def _check_reach(self, coord) -> None:
+        """Record what the member reached; past the bound, fail with what could not be reached."""
+        self._reach.observe(
+            bootstrapped=bool(coord._manager.bootstrapped),
+            # known and connected: kafka-python finds a dead coordinator again and again
+            coordinator=(node := coord.coordinator_id) is not None and coord._client.connected(node),
+            assigned=self._assignment_seen.is_set(),
+        )
+        bound_s = self.config.join_timeout_ms / 1000.0
+        step = self._reach.overdue(bound_s, self._first_join_bound_s)
+        if step is None or self._error is not None:
+            return
+        group, servers = self.config.group_id, _servers(self.config.client_config)
+        if step == "bootstrap":
+            what = (f"could not reach any bootstrap server ({servers}) within {bound_s:.0f}s "
+                    "(tried to connect and fetch metadata, with backoff)")
+        elif step == "coordinator":
+            what = (f"no group coordinator for {bound_s:.0f}s (bootstrap servers {servers}; tried "
+                    "FindCoordinator and connecting to the coordinator, with backoff)")
+        else:
+            what = (f"coordinator found but no assignment within {self._first_join_bound_s:.0f}s "
+                    f"(bootstrap servers {servers}; JoinGroup/SyncGroup did not complete)")
+        exc = GroupUnreachableError(f"group {group!r}: {what}. Check that the brokers are up and "
+                                    f"reachable, or raise groupJoinTimeoutMs. State: {self.describe()}")
+        exc.step = step
+        log.error("%s", exc)
+        with self._cond:
+            self._error = exc
+            self._cond.notify_all()
+
+    def status(self) -> MembershipStatus:
+        r, c = self._reach, self._consumer
+        return MembershipStatus(
+            cluster_reached_at=r.wall(r.cluster_at),
+            coordinator_found_at=r.wall(r.coordinator_at),
+            coordinator_missing_since=r.wall(r.coordinator_missing),
+            assigned_at=r.wall(r.assigned_at),
+            stable=bool(c is not None and c._coordinator.generation_if_stable() is not None),
+        )
 
     @staticmethod
     def _recover_orphaned_join(coord) -> None:
@@ -266,8 +388,11 @@ class GroupMembership:
 
     # ---- state for the planner -------------------------------------------------------
     def raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise MembershipError(f"group {self.config.group_id!r}: {self._error}") from self._error
+        err = self._error
+        if isinstance(err, MembershipError):
+            raise err
+        if err is not None:
+            raise MembershipError(f"group {self.config.group_id!r}: {err}") from err
 
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()
@@ -458,23 +583,121 @@ class GroupMembership:
             if not mine:
                 self._settle_pending(skipped)
                 return CommitResult(skipped=frozenset(skipped))
-            payload = {_kp(tp): OffsetAndMetadata(off, "", -1) for tp, off in mine.items()}
-            try:
-                self._consumer.commit(payload)
-            except kerr.CommitFailedError as exc:
-                cause = exc.args[0] if exc.args else None
-                if isinstance(cause, _FENCES) or "Generation" in type(cause).__name__ or "UnknownMember" in type(cause).__name__:
-                    return self._fenced(mine, skipped, exc)
-                return self._deferred(mine, todo, skipped, exc)
-            except _FENCES as exc:
-                return self._fenced(mine, skipped, exc)
-            except kerr.KafkaError as exc:
-                return self._deferred(mine, todo, skipped, exc)
+            outcome = self._send_commit(mine)
+            if outcome.fenced:
+                self._settle_pending(set(outcome.done))
+                return self._fenced(outcome.fenced, skipped, outcome.error, committed=set(outcome.done))
+            if outcome.failed:
+                self._settle_pending(set(outcome.done))
+                return self._deferred(outcome.failed, todo, skipped, outcome.error, committed=set(outcome.done))
             self._settle_pending(set(mine) | skipped)
             self.counters.commits += 1
             log.info("group %s: committed %s", self.config.group_id,
                      ", ".join(f"{tp}@{off}" for tp, off in sorted(mine.items())))
             return CommitResult(committed=frozenset(mine), skipped=frozenset(skipped))
+
+    def _send_commit(self, offsets: dict[TopicPartition, int]) -> _CommitOutcome:
+        """OffsetCommit with our generation, bounded by the request timeout.
+
+        Sent by us rather than through ``KafkaConsumer.commit``: kafka-python requests a rejoin
+        when a commit is refused with REBALANCE_IN_PROGRESS, and every retry of the refused
+        commit then adds one (a rebalance storm under churn). Here a refusal only keeps the
+        offsets. A moved or loading coordinator is looked up again and the commit retried with
+        backoff until the request timeout; whatever is left then is kept for the next commit.
+        """
+        consumer = self._consumer
+        assert consumer is not None
+        coord = consumer._coordinator
+        deadline = time.monotonic() + self._request_timeout_s
+        todo = dict(offsets)
+        done: set[TopicPartition] = set()
+        last: BaseException | None = None
+        while True:
+            gen = coord.generation_if_stable()
+            if gen is None:
+                return _CommitOutcome(done, set(todo), set(),
+                                      last or kerr.RebalanceInProgressError("member is rebalancing"))
+            left_ms = (deadline - time.monotonic()) * 1000
+            answers: dict[TopicPartition, type] = {}
+            try:
+                if coord.coordinator() is None:
+                    if not coord.ensure_coordinator_ready(timeout_ms=max(1, left_ms)):
+                        raise kerr.CoordinatorNotAvailableError("no coordinator within the commit timeout")
+                    left_ms = (deadline - time.monotonic()) * 1000
+                answers = coord._net.run(self._commit_request, coord, gen, todo, max(1, left_ms))
+            except (kerr.KafkaError, OSError) as exc:
+                last = exc
+                if isinstance(exc, _FENCES):
+                    self._after_fence(coord, gen, type(exc))
+                    return _CommitOutcome(done, set(), set(todo), exc)
+                if not isinstance(exc, kerr.CoordinatorNotAvailableError):
+                    coord.coordinator_dead(exc)
+            else:
+                fenced = {tp for tp, err in answers.items() if issubclass(err, _FENCES)}
+                done |= {tp for tp, err in answers.items() if err is kerr.NoError}
+                for tp in done:
+                    todo.pop(tp, None)
+                if fenced:  # a fence is group-wide: nothing left of this commit can land
+                    err = next(answers[tp] for tp in fenced)
+                    self._after_fence(coord, gen, err)
+                    return _CommitOutcome(done, set(), set(todo), err())
+                if not todo:
+                    return _CommitOutcome(done, set(), set(), None)
+                errors = {answers[tp] for tp in todo}
+                last = next(iter(errors))()
+                if any(issubclass(e, _COORDINATOR_MOVED) for e in errors):
+                    coord.coordinator_dead(last)
+                elif not all(issubclass(e, _RETRY_SAME) for e in errors):
+                    # REBALANCE_IN_PROGRESS and anything else: keep, do not retry now
+                    return _CommitOutcome(done, set(todo), set(), last)
+            if time.monotonic() + self._retry_backoff_s >= deadline or self._closed.is_set():
+                return _CommitOutcome(done, set(todo), set(), last)
+            time.sleep(self._retry_backoff_s)
+
+    def _after_fence(self, coord, gen, err: type) -> None:
+        """What Java's coordinator does on a fenced commit: our generation is gone, rejoin (a
+        fenced static instance is fatal: another process holds our group.instance.id)."""
+        if issubclass(err, kerr.FencedInstanceIdError):
+            with self._cond:
+                self._error = MembershipError(
+                    f"group {self.config.group_id!r}: static member {self.config.group_instance_id!r} was "
+                    "fenced (FENCED_INSTANCE_ID): another consumer uses the same kafka.group.instance.id")
+                self._cond.notify_all()
+        elif issubclass(err, kerr.IllegalGenerationError):
+            coord.reset_generation(member_id=gen.member_id)
+        else:
+            coord.reset_generation()
+
+    @staticmethod
+    async def _commit_request(coord, gen, offsets: dict[TopicPartition, int], timeout_ms: float):
+        """One OffsetCommit round trip on kafka-python's IO loop: partition -> error class."""
+        node = coord.coordinator()
+        if node is None:
+            raise kerr.CoordinatorNotAvailableError("coordinator unknown")
+        by_topic: dict[str, dict[int, int]] = {}
+        for tp, off in offsets.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = off
+        topic_t = OffsetCommitRequest.OffsetCommitRequestTopic
+        part_t = topic_t.OffsetCommitRequestPartition
+        request = OffsetCommitRequest(
+            max_version=8,
+            group_id=coord.group_id,
+            generation_id_or_member_epoch=gen.generation_id,
+            member_id=gen.member_id,
+            group_instance_id=coord.group_instance_id,
+            topics=[topic_t(name=t, partitions=[
+                part_t(partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="")
+                for p, o in sorted(ps.items())]) for t, ps in sorted(by_topic.items())],
+        )
+        future = coord._manager.send(request, node_id=node)
+        response = await coord._manager.wait_for(future, timeout_ms)
+        out: dict[TopicPartition, type] = {}
+        for topic, partitions in response.topics:
+            for partition, code in partitions:
+                out[TopicPartition(topic, partition)] = kerr.for_code(code)
+        for tp in offsets:  # a partition the broker left out of its answer is not committed
+            out.setdefault(tp, kerr.UnknownError)
+        return out
 
     def flush_pending(self) -> CommitResult | None:
         """Send the offsets kept from failed commits once the generation is stable again;
@@ -497,7 +720,7 @@ class GroupMembership:
                 self._pending.pop(tp, None)
             self._cond.notify_all()
 
-    def _deferred(self, mine, todo, skipped, exc) -> CommitResult:
+    def _deferred(self, mine, todo, skipped, exc, committed=frozenset()) -> CommitResult:
         self.counters.commit_failures += 1
         with self._cond:
             for tp in skipped:
@@ -508,22 +731,34 @@ class GroupMembership:
             self._cond.notify_all()
         log.warning("group %s: commit of %d partitions failed (%s); kept and retried once the group "
                     "is stable", self.config.group_id, len(mine), exc)
-        return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
+        return CommitResult(committed=frozenset(committed), failed=frozenset(mine), skipped=frozenset(skipped),
+                            error=str(exc))
 
-    def _fenced(self, mine, skipped, exc) -> CommitResult:
+    def _fenced(self, mine, skipped, exc, committed=frozenset()) -> CommitResult:
         self.counters.fenced_commits += 1
         self._settle_pending(set(mine) | skipped)
         self._lost(set(mine), f"commit fenced: {type(exc).__name__}")
         log.warning("group %s: commit fenced (%s); %d partitions marked lost, not retried",
                     self.config.group_id, exc, len(mine))
-        return CommitResult(lost=frozenset(mine), skipped=frozenset(skipped), error=str(exc))
+        return CommitResult(committed=frozenset(committed), lost=frozenset(mine), skipped=frozenset(skipped),
+                            error=str(exc))
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         parts = {_kp(tp) for tp in partitions}
         if not parts:
             return {}
         coord = self._consumer._coordinator
-        found = coord.fetch_committed_offsets(parts)
+        bound_ms = self.config.join_timeout_ms
+        try:  # kafka-python retries a moved or loading coordinator with backoff within the bound
+            found = coord.fetch_committed_offsets(parts, timeout_ms=bound_ms)
+        except kerr.KafkaTimeoutError as exc:
+            err = GroupUnreachableError(
+                f"group {self.config.group_id!r}: could not read the group's committed offsets within "
+                f"{bound_ms / 1000:.0f}s (OffsetFetch to the coordinator, bootstrap servers "
+                f"{_servers(self.config.client_config)}, retried with backoff). Check that the brokers "
+                "are up, or raise groupJoinTimeoutMs.")
+            err.step = "coordinator"
+            raise err from exc
         out: dict[TopicPartition, int | None] = {}
         for tp in parts:
             om = found.get(tp)

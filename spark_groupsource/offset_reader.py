@@ -280,7 +280,7 @@ class OffsetReader:
             return _reason(exc)
 
     def leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
-        """'broker N (host:port)' or 'none' per partition, for error messages; {} if unknown."""
+        """Who leads each partition, in words for error messages; {} if metadata is unavailable."""
         try:
             md = self._admin_client().list_topics(timeout=2.0)
         except KafkaException:
@@ -293,7 +293,12 @@ class OffsetReader:
                 out[tp] = "unknown (no such partition in metadata)"
                 continue
             broker = md.brokers.get(meta.leader)
-            out[tp] = f"broker {meta.leader} ({broker.host}:{broker.port})" if broker else f"none ({meta.leader})"
+            if meta.leader < 0:
+                out[tp] = "no leader (election under way)"
+            elif broker is None:
+                out[tp] = f"broker {meta.leader} (not among the brokers the cluster lists: away)"
+            else:
+                out[tp] = f"broker {meta.leader} ({broker.host}:{broker.port})"
         return out
 
     def for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:

@@ -27,6 +27,11 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        partition without a committed offset starts under
                                        ``startingOffsets=group`` (``none``: fail)
 ``maxOffsetsPerTrigger``               positive int: records per micro-batch
+``minOffsetsPerTrigger``               positive int: wait for this many new records before
+                                       starting a micro-batch (at most ``maxTriggerDelay``)
+``maxTriggerDelay``                    time, default ``15m``: start a batch with fewer than
+                                       ``minOffsetsPerTrigger`` records once this long has
+                                       passed since the previous batch (``10s``, ``500ms``)
 ``minPartitions``                      positive int: split ranges to reach this many tasks
 ``maxRecordsPerPartition``             positive int: split larger ranges
 ``includeHeaders``                     ``false`` (default) / ``true``
@@ -61,6 +66,9 @@ Batch queries also take ``endingOffsets`` (``latest`` or JSON, -1 = latest),
 ``endingTimestamp``, ``endingOffsetsByTimestamp`` and ``groupCoordinated``; their
 ``startingOffsets`` default is ``earliest`` and ``commitOffsets`` defaults to ``false``.
 
+Every option is checked when the DataFrame is defined (``load()``, see
+:func:`validate_definition`); an unknown name gets a "did you mean" suggestion.
+
 Every other ``kafka.*`` option passes through to the Kafka clients, minus the prefix.
 Secret values (passwords, keys, JAAS configs, OAuth secrets) never appear in ``repr``, in
 error messages or in logs: see :func:`redacted`.
@@ -73,6 +81,7 @@ only forms around a protocol every member supports).
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import re
@@ -101,7 +110,9 @@ __all__ = [
     "membership_config",
     "parse_batch_options",
     "parse_stream_options",
+    "parse_time_ms",
     "redacted",
+    "validate_definition",
 ]
 
 DEFAULT_ASSIGNOR = "range"
@@ -111,6 +122,8 @@ DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
 DEFAULT_BROKER_OUTAGE_TIMEOUT_MS = 120_000
 DEFAULT_GROUP_JOIN_TIMEOUT_MS = 120_000
+#: Spark's Kafka source default for ``maxTriggerDelay`` (KafkaSourceProvider.DEFAULT_MAX_TRIGGER_DELAY)
+DEFAULT_MAX_TRIGGER_DELAY = "15m"
 #: librdkafka's Consumer needs a group.id even when it only assigns; batch queries without one
 #: use this. The fetchers never subscribe or commit, so it never becomes a group.
 FETCHER_PLACEHOLDER_GROUP = "spark-groupkafka-fetcher"
@@ -311,6 +324,10 @@ class _CommonOptions:
 @dataclass(frozen=True, kw_only=True)
 class StreamOptions(_CommonOptions):
     max_offsets_per_trigger: int | None = None
+    #: ``minOffsetsPerTrigger``: hold a batch until this many records are available ...
+    min_offsets_per_trigger: int | None = None
+    #: ... or until this long has passed since the previous batch started (``maxTriggerDelay``)
+    max_trigger_delay_ms: int = 15 * 60 * 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,7 +359,7 @@ _CONTROLLED = {
     "groupidprefix": "this source joins the group named by kafka.group.id; set that instead",
 }
 
-_STREAM_ONLY = {"maxoffsetspertrigger"}
+_STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
 _BATCH_ONLY = {
     "endingoffsets",
     "endingtimestamp",
@@ -359,6 +376,8 @@ _OPTION_NAMES = [
     "startingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy",
     "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
     "minPartitions",
     "maxRecordsPerPartition",
     "includeHeaders",
@@ -396,10 +415,71 @@ def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     for key in sorted(_BATCH_ONLY & raw.keys()):
         raise OptionError(_name(key), "only applies to batch queries (spark.read)")
     common = _parse_common(raw, batch=False)
-    return StreamOptions(
-        **common,
-        max_offsets_per_trigger=_int(raw, "maxoffsetspertrigger", None, minimum=1),
+    return StreamOptions(**common, **_admission(raw))
+
+
+def _admission(raw: Mapping[str, str]) -> dict[str, Any]:
+    """maxOffsetsPerTrigger / minOffsetsPerTrigger / maxTriggerDelay, as Spark's Kafka source."""
+    max_offsets = _int(raw, "maxoffsetspertrigger", None, minimum=1)
+    min_offsets = _int(raw, "minoffsetspertrigger", None, minimum=1)
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        # Spark's message (KafkaSourceProvider.validateGeneralOptions), then how to fix it
+        raise OptionError(
+            "minOffsetsPerTrigger",
+            f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+            f"maxOffsetsPerTrigger({max_offsets}). Lower minOffsetsPerTrigger or raise "
+            "maxOffsetsPerTrigger.",
+        )
+    delay = raw.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY)
+    return dict(
+        max_offsets_per_trigger=max_offsets,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=parse_time_ms(delay, option="maxTriggerDelay"),
     )
+
+
+# Spark's time suffixes (JavaUtils.timeStringAs); no suffix means milliseconds.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+_TIME_RE = re.compile(r"([0-9]+)\s*([a-z]+)?")
+
+
+def parse_time_ms(value: str, *, option: str) -> int:
+    """A Spark time string (``15m``, ``10s``, ``500ms``, ``1h``; bare numbers are ms) in ms."""
+    text = value.strip().lower()
+    m = _TIME_RE.fullmatch(text)
+    if m is None or (m.group(2) is not None and m.group(2) not in _TIME_UNITS_MS):
+        raise OptionError(
+            option,
+            f"expected a duration >= 0, got {value!r}. Time must be specified as seconds (s), "
+            "milliseconds (ms), microseconds (us), minutes (m or min), hour (h), or day (d). "
+            "E.g. 50s, 100ms, or 250us.",
+        )
+    return int(int(m.group(1)) * _TIME_UNITS_MS[m.group(2) or "ms"])
+
+
+def validate_definition(options: Mapping[str, str]) -> None:
+    """Check options when the DataFrame is defined (``load()``), before Spark knows the mode.
+
+    A Python data source cannot tell ``spark.read`` from ``spark.readStream`` at ``load()``,
+    so this accepts options valid for at least one of the two and raises when they are valid
+    for neither (unknown or misspelt names, bad values, bad JSON, conflicting limits). What is
+    wrong only in the other mode (``endingOffsets`` on a stream) fails when the reader is made.
+    """
+    try:
+        parse_stream_options(options)
+        return
+    except OptionError as exc:
+        stream_error = exc
+    try:
+        parse_batch_options(options)
+        return
+    except OptionError as exc:
+        batch_error = exc
+    raw = _normalize(options)
+    # The error of the mode the options point to (a batch-only option means spark.read).
+    if (_BATCH_ONLY & raw.keys()) and not (_STREAM_ONLY & raw.keys()):
+        raise batch_error.with_traceback(None) from None
+    raise stream_error.with_traceback(None) from None
 
 
 def parse_batch_options(options: Mapping[str, str]) -> BatchOptions:
@@ -514,10 +594,16 @@ def _check_unknown(raw: Mapping[str, str], assignors: tuple[str, ...], *, batch:
         accepted = ", ".join(n for n in _OPTION_NAMES if n.lower() not in excluded)
         raise OptionError(
             key,
-            f"unknown option; accepted: {accepted}, kafka.<client property>, and settings of "
-            f"the configured assignors as <assignor>.<setting> "
+            f"unknown option{did_you_mean(key)}; accepted: {accepted}, kafka.<client property>, "
+            f"and settings of the configured assignors as <assignor>.<setting> "
             f"(assignors: {', '.join(dict.fromkeys(assignors))})",
         )
+
+
+def did_you_mean(key: str) -> str:
+    """`` (did you mean startingOffsets?)`` for a near miss of a known option name, else ``""``."""
+    close = difflib.get_close_matches(key.lower(), list(_SPELLING), n=1, cutoff=0.75)
+    return f" (did you mean {_SPELLING[close[0]]}?)" if close else ""
 
 
 def _assignor_names(raw: Mapping[str, str]) -> tuple[str, ...]:
@@ -560,7 +646,9 @@ def _validate_assignors(names: tuple[str, ...], assignor_options: Mapping[str, s
 def _required(raw: Mapping[str, str], key: str) -> str:
     value = raw.get(key, "").strip()
     if not value:
-        raise OptionError(_name(key), "is required")
+        close = difflib.get_close_matches(key, [k for k in raw if k != key], n=1, cutoff=0.8)
+        hint = f" (did you mean it instead of {close[0]}?)" if close else ""
+        raise OptionError(_name(key), f"is required{hint}")
     return value
 
 

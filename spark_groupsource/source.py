@@ -1,16 +1,19 @@
 """The ``groupkafka`` data source: name, schema and reader factories, nothing else.
 
-Options are parsed (and rejected) here, when the query is defined, so a bad
-option fails before the query starts and before any data moves.
+Options are checked when the DataFrame is defined: Spark calls :meth:`schema` at ``load()``
+(batch and streaming alike), and it validates every option there, so a bad option fails
+with our :class:`~spark_groupsource.errors.OptionError` before the query starts. Checks
+that depend on the mode (``endingOffsets`` is batch-only) run when the reader is made.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from spark_groupsource import options as opt
-from spark_groupsource.schema import spark_schema
+from spark_groupsource.errors import GroupKafkaError
+from spark_groupsource.interpreter import check_interpreter
 
 
 class GroupKafkaDataSource(DataSource):
@@ -34,15 +37,58 @@ class GroupKafkaDataSource(DataSource):
         return "groupkafka"
 
     def schema(self) -> StructType:
+        check_interpreter()
+        opt.validate_definition(self.options)
+        from spark_groupsource.schema import spark_schema  # pyarrow: after check_interpreter
+
         include = opt.parse_bool_option(self.options, "includeheaders", default=False)
         return spark_schema(include)
 
     def streamReader(self, schema: StructType):
+        check_interpreter()
         from spark_groupsource.stream import GroupKafkaStreamReader
 
-        return GroupKafkaStreamReader(schema, self.options)
+        try:
+            return GroupKafkaStreamReader(schema, self.options)
+        except GroupKafkaError as exc:
+            # PySpark's streaming runner calls reader.stop() in a `finally` after a failed
+            # streamReader(); with no reader that ends the traceback in its own
+            # UnboundLocalError. A reader that raises on first use keeps ours the last line.
+            return _FailedStreamReader(exc)
 
     def reader(self, schema: StructType):
+        check_interpreter()
         from spark_groupsource.batch import GroupKafkaBatchReader
 
         return GroupKafkaBatchReader(schema, self.options)
+
+
+class _FailedStreamReader(DataSourceStreamReader):
+    """Raises the error that prevented the real reader on every call Spark makes."""
+
+    def __init__(self, error: GroupKafkaError):
+        self.error = error
+
+    def _fail(self):
+        raise self.error.with_traceback(None)
+
+    def getDefaultReadLimit(self):
+        self._fail()
+
+    def initialOffset(self):
+        self._fail()
+
+    def latestOffset(self, start=None, limit=None):
+        self._fail()
+
+    def partitions(self, start, end):
+        self._fail()
+
+    def read(self, partition):
+        self._fail()
+
+    def commit(self, end) -> None:
+        self._fail()
+
+    def stop(self) -> None:
+        pass  # nothing was started

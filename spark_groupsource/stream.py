@@ -28,6 +28,12 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from assignment.model import TopicPartition
 from assignment.registry import create_assignors
 from spark_groupsource import options as opt
+from spark_groupsource.admission import (
+    MinRowsGate,
+    available_records,
+    default_read_limit,
+    limits_for,
+)
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.logs import configure_worker_logging
@@ -77,6 +83,7 @@ class _Driver:
                 client_rack=opts.client_rack,
                 client_config={"api_version": (2, 3), **opt.membership_config(opts)},
                 leader_sync_delay_ms=opts.leader_sync_delay_ms,
+                join_timeout_ms=opts.group_join_timeout_ms,
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )
@@ -94,6 +101,8 @@ class _Driver:
         self.started_positions = False
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
+        self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
+        self.gate = MinRowsGate(opts.max_trigger_delay_ms)  # minOffsetsPerTrigger / maxTriggerDelay
         self.closed = False
         self.started_at = time.monotonic()
         self.membership.start()
@@ -163,8 +172,31 @@ class _Driver:
         self.membership.batch_completed()
 
     def _forget_lost(self, result) -> None:
-        for tp in result.lost if result is not None else ():
+        if result is None:
+            return
+        for tp in result.lost:
             self.positions.pop(tp, None)
+        if result.failed and _means_rebalance(result.error) and not self.membership.cooperative:
+            # The coordinator refused the commit because a rebalance started: that is the
+            # first sign of it (the heartbeat may learn it seconds later). Eager: plan nothing
+            # more, or the next owner would re-read two batches instead of one.
+            if self.hold is None:
+                self.hold = (time.monotonic(), self.membership.snapshot().generation)
+                log.info("group %s: commit refused, a rebalance is starting: no new batch until it is over",
+                         self.opts.group_id)
+
+    def _held(self, generation: int) -> bool:
+        """True while a refused commit says a rebalance is starting that the membership has not
+        seen yet; released by the new generation, a successful resend, or the bound."""
+        if self.hold is None:
+            return False
+        since, held_generation = self.hold
+        session = self.opts.session_timeout_ms or 45_000
+        bound_s = min(session, 3 * (self.opts.heartbeat_interval_ms or session // 3)) / 1000.0
+        if generation != held_generation or not self.membership.pending() or time.monotonic() - since > bound_s:
+            self.hold = None
+            return False
+        return True
 
     # -- positions ---------------------------------------------------------------------------
     def _reset_position(self, tp: TopicPartition, low: int, high: int) -> int:
@@ -318,14 +350,14 @@ class _Driver:
         )
 
     # -- planning ------------------------------------------------------------------------------
-    def plan(self, start_json: str | None, max_rows: int | None) -> str | None:
+    def plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None = None) -> str | None:
         with self.lock:
             self.complete(start_json)
             # offsets whose commit met a rebalance go out as soon as the generation is stable
             self._forget_lost(self.membership.flush_pending())
             snap = self.membership.snapshot()
             self._check_joined()
-            if not self.membership.may_plan(snap):
+            if not self.membership.may_plan(snap) or self._held(snap.generation):
                 return start_json  # eager: plan nothing new while partitions are handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
@@ -358,6 +390,9 @@ class _Driver:
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
                 return start_json
+            if min_rows and caps is None and not self.gate.admit(
+                    available_records(positions, latest), min_rows, time.monotonic() * 1000):
+                return start_json  # minOffsetsPerTrigger: wait for more records or maxTriggerDelay
             if not self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s):
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()
@@ -388,9 +423,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # -- admission control (Spark >= 4.2) ----------------------------------------------------
     def getDefaultReadLimit(self):
-        if self.opts.max_offsets_per_trigger:
-            return ReadMaxRows(self.opts.max_offsets_per_trigger)
-        return ReadAllAvailable()
+        return default_read_limit(self.opts.max_offsets_per_trigger, self.opts.min_offsets_per_trigger)
 
     def initialOffset(self) -> str:
         # Spark calls this twice on a fresh start; cache so the answer cannot move.
@@ -402,8 +435,8 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def latestOffset(self, start=None, limit=None) -> str:
         start_json = _as_json(start)
-        max_rows = getattr(limit, "max_rows", None) if limit is not None else None
-        end = self._driver().plan(start_json, max_rows)
+        limits = limits_for(limit, self.opts.min_offsets_per_trigger)
+        end = self._driver().plan(start_json, limits.max_rows, limits.min_rows)
         return end if end is not None else (start_json or EMPTY.to_json())
 
     def reportLatestOffset(self):
@@ -457,6 +490,10 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def stop(self) -> None:
         if self._driver_state is not None:
             self._driver_state.close()
+
+
+def _means_rebalance(error: str | None) -> bool:
+    return bool(error) and ("RebalanceInProgress" in error or "REBALANCE_IN_PROGRESS" in error)
 
 
 def _whole_match(pattern: str | None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assignment._compact import IndexedPartitions
 from assignment.base import Assignor
 from assignment.errors import ProtocolDecodeError
 from assignment.model import (
@@ -25,8 +26,11 @@ from assignment.sticky.core import DEFAULT_GENERATION, MemberData, StickyResult,
 
 def _to_group_assignment(res: StickyResult, subscriptions: Mapping[str, Subscription],
                          skip: set[int] | None = None) -> GroupAssignment:
-    per_member = res.space.build(res.owner, len(res.members), skip)
-    out = {m: MemberAssignment(tuple(parts)) for m, parts in zip(res.members, per_member, strict=True)}
+    # Compact partition lists: the validator and the encoder read the numbers directly.
+    space = res.space
+    per_member = space.member_indices(res.owner, len(res.members), skip)
+    out = {m: MemberAssignment(IndexedPartitions(space, idx))  # type: ignore[arg-type]
+           for m, idx in zip(res.members, per_member, strict=True)}
     for m in subscriptions:
         out.setdefault(m, MemberAssignment(()))
     return out
@@ -121,17 +125,37 @@ class CooperativeStickyAssignor(Assignor):
 
     @staticmethod
     def _transferring(res: StickyResult, subscriptions: Mapping[str, Subscription]) -> set[int]:
-        """Partitions given to a member while another member still owns them.
+        """Partitions that move from one current owner to another: held back one round.
 
-        Computed from every member's reported owned partitions, as Java's
-        computePartitionsTransferringOwnership, for both paths.
+        Stale and duplicate claims were dropped before assigning (highest
+        generation wins), so a stale claim alone never withholds a partition
+        from the member that rightfully keeps it. As Java, per path:
+
+        * uniform (constrained): given to a member other than its valid previous
+          owner, or claimed by several members of one generation;
+        * general (computePartitionsTransferringOwnership): given to a member
+          that did not report it while another member reported it.
         """
         owner = res.owner
+        if res.uniform:
+            out: set[int] = set(i for i in (res.multi or ()) if owner[i] >= 0)
+            for m, mine in enumerate(res.owned or ()):
+                for i in mine:
+                    o = owner[i]
+                    if o >= 0 and o != m:
+                        out.add(i)
+            return out
         space = res.space
-        out: set[int] = set()
-        for m, mid in enumerate(res.members):
-            for i in space.indices(subscriptions[mid].owned_partitions):
+        claims = [space.indices(subscriptions[mid].owned_partitions) for mid in res.members]
+        claimed_by_owner = set()
+        for m, mine in enumerate(claims):
+            for i in mine:
+                if owner[i] == m:
+                    claimed_by_owner.add(i)
+        out = set()
+        for m, mine in enumerate(claims):
+            for i in mine:
                 o = owner[i]
-                if o >= 0 and o != m:
+                if o >= 0 and o != m and i not in claimed_by_owner:
                     out.add(i)
         return out

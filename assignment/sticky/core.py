@@ -21,6 +21,7 @@ import bisect
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 
 from assignment._common import use_rack_aware
 from assignment._index import PartitionSpace
@@ -42,6 +43,9 @@ class StickyResult:
     members: list[str]
     space: PartitionSpace
     owner: list[int]  # partition number -> member number, -1 unassigned
+    uniform: bool = True
+    owned: list[list[int]] | None = None  # per member: its valid previous partitions
+    multi: set[int] | None = None  # claimed by several members of the same generation
 
 
 def sticky_assign(
@@ -53,7 +57,7 @@ def sticky_assign(
     topic_sets = [frozenset(subscriptions[m].topics) for m in members]
     all_topics = set().union(*topic_sets) if topic_sets else set()
     space = PartitionSpace(cluster.partitions_per_topic, all_topics)
-    owned = _resolve_owned(members, space, member_data)
+    owned, multi = _resolve_owned(members, space, member_data)
 
     racks = _RackInfo(cluster, subscriptions, members, space)
     uniform = all(ts == topic_sets[0] for ts in topic_sets)
@@ -63,18 +67,23 @@ def sticky_assign(
         owner = _constrained(space, owned, racks)
     else:
         owner = _general(space, members, topic_sets, owned, racks)
-    return StickyResult(members, space, owner)
+    return StickyResult(members, space, owner, uniform, owned, multi)
 
 
 def _resolve_owned(
     members: list[str], space: PartitionSpace, member_data: Mapping[str, MemberData]
-) -> list[list[int]]:
+) -> tuple[list[list[int]], set[int]]:
     """Previous owners per Java's allSubscriptionsEqual (KIP-341).
 
     A partition claimed by members of different generations stays with the
     newest claim; claimed by two members of the same generation, it is taken
     from both (neither can be trusted) and reassigned.
     """
+    claims_all = [space.indices(md.partitions) if (md := member_data.get(mid)) is not None else []
+                  for mid in members]
+    every = list(chain.from_iterable(claims_all))
+    if len(set(every)) == len(every):  # nobody claims a partition twice: nothing to resolve
+        return claims_all, set()
     n = space.total
     holder = [-1] * n
     gens = []
@@ -88,7 +97,7 @@ def _resolve_owned(
         claims.append(mine)
         if md is None or not md.partitions:
             continue
-        for i in dict.fromkeys(space.indices(md.partitions)):
+        for i in dict.fromkeys(claims_all[m]):
             other = holder[i]
             if other < 0:
                 mine.append(i)
@@ -107,7 +116,7 @@ def _resolve_owned(
             result.append([i for i in mine if holder[i] == m and i not in multi])
         else:
             result.append([i for i in mine if holder[i] == m])
-    return result
+    return result, multi
 
 
 class _RackInfo:

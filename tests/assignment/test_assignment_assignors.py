@@ -270,8 +270,38 @@ def test_redundant_options_and_errors():
         create_assignor("redundant", {"redundant.replicas": "0"})
     with pytest.raises(AssignorConfigError, match="redundant.replicas"):
         create_assignor("redundant", {"redundant.replicas": "two"})
-    with pytest.raises(AssignorConfigError, match="only 2 member"):
-        RedundantAssignor(3).assign(ClusterMetadata({"t": 1}), subs(C0=["t"], C1=["t"]))
+    with pytest.raises(AssignorConfigError, match="redundant.replicas"):
+        RedundantAssignor(-1)
+
+
+def test_redundant_degrades_to_the_members_alive_and_recovers(caplog):
+    """Issue #8: a rolling restart (fewer members than replicas) must not fail the group."""
+    cl = ClusterMetadata({"t": 3, "u": 2})
+    a = RedundantAssignor(2)
+    alone = subs(C0=["t", "u"])
+    with caplog.at_level("WARNING", logger="assignment.redundant"):
+        got = a.assign(cl, alone)
+    assert simple(got) == {"C0": tps("t-0 t-1 t-2 u-0 u-1")}
+    assert primary_partitions(got["C0"]) == frozenset(tps("t-0 t-1 t-2 u-0 u-1"))
+    validate_assignment("redundant", cl, alone, got, replicas=2)
+    assert a.degraded_assignments == 1 and a.last_shortfall == {"t": 1, "u": 1}
+    assert "redundant.replicas=2" in caplog.text and "degraded" in caplog.text
+    # the second member returns with the first's ownership reported: full redundancy again
+    back = {
+        "C0": Subscription("C0", ("t", "u"), got["C0"].user_data, got["C0"].partitions, 1),
+        "C1": Subscription("C1", ("t", "u")),
+    }
+    full = a.assign(cl, back)
+    validate_assignment("redundant", cl, back, full, replicas=2)
+    assert simple(full) == {"C0": tps("t-0 t-1 t-2 u-0 u-1"), "C1": tps("t-0 t-1 t-2 u-0 u-1")}
+    assert a.degraded_assignments == 1 and a.last_shortfall == {}
+    # one topic short, the other fully served
+    mixed = subs(C0=["t", "u"], C1=["t"])
+    got = a.assign(cl, mixed)
+    validate_assignment("redundant", cl, mixed, got, replicas=2)
+    assert a.last_shortfall == {"u": 1} and a.degraded_assignments == 2
+    with pytest.raises(InvalidAssignmentError, match="expected 2"):
+        validate_assignment("redundant", cl, mixed, {**got, "C1": MemberAssignment(())}, replicas=2)
 
 
 # --------------------------------------------------------------------------- registry / validation

@@ -107,3 +107,34 @@ def test_planning_through_a_rebalance(broker, unique_name, assignor):
         if other is not None:
             other.close()
         reader.stop()
+
+
+def test_eager_plans_nothing_after_a_commit_refused_for_a_rebalance(mock_broker, unique_name):
+    """A commit answered REBALANCE_IN_PROGRESS is the first sign of a rebalance; an eager member
+    that planned on would hand the next owner two batches to re-read instead of one. The next
+    trigger sends the kept offsets and, once they land, planning resumes."""
+    topic, group = unique_name("refused"), unique_name("g")
+    mock_broker.create_topic(topic, PARTS)
+    produce(mock_broker.bootstrap, topic, 2 * PARTS, PARTS)
+    reader = _reader(mock_broker, topic, group, "range")
+    try:
+        start = reader.initialOffset()
+        membership = reader._driver().membership
+        wait_until(lambda: len(membership.snapshot().owned) == PARTS and not membership.snapshot().rebalancing,
+                   timeout=60, message="the reader to own every partition")
+        end = wait_until(lambda: (e := reader.latestOffset(start, ReadAllAvailable())) != start and e,
+                         timeout=30, message="a first batch")
+        produce(mock_broker.bootstrap, topic, PARTS, PARTS, start=100)
+        # OffsetCommit: REBALANCE_IN_PROGRESS for the commit and its immediate resend
+        mock_broker.mock.push_request_errors(8, [27, 27])
+        # completes the first batch; its commit is refused: nothing new is planned
+        assert reader.latestOffset(end, ReadAllAvailable()) == end
+        assert membership.pending() == _until(end)
+        # the kept offsets go out once the generation is stable; then the new records are planned
+        nxt = wait_until(lambda: (e := reader.latestOffset(end, ReadAllAvailable())) != end and e,
+                         timeout=30, message="planning to resume after the refused commit")
+        assert committed_offsets(mock_broker.bootstrap, group, topic, PARTS) == {
+            tp.partition: off for tp, off in _until(end).items()}
+        assert sum(_until(nxt).values()) == sum(_until(end).values()) + PARTS
+    finally:
+        reader.stop()

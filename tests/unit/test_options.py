@@ -26,7 +26,9 @@ from spark_groupsource.options import (
     membership_config,
     parse_batch_options,
     parse_stream_options,
+    parse_time_ms,
     redacted,
+    validate_definition,
 )
 
 BASE = {
@@ -287,8 +289,9 @@ def test_batch_and_stream_only_options() -> None:
     for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp", "groupCoordinated"):
         e = error(**{name: "1"})
         assert e.option == name and "batch queries" in str(e)
-    with pytest.raises(OptionError, match="maxOffsetsPerTrigger.*streaming queries"):
-        batch(maxOffsetsPerTrigger="10")
+    for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"):
+        with pytest.raises(OptionError, match=f"{name}.*streaming queries"):
+            batch(**{name: "10"})
 
 
 def test_batch_group_coordination_and_commit() -> None:
@@ -320,6 +323,7 @@ def test_booleans(name: str, attr: str, default: bool) -> None:
     ("name", "attr", "minimum"),
     [
         ("maxOffsetsPerTrigger", "max_offsets_per_trigger", 1),
+        ("minOffsetsPerTrigger", "min_offsets_per_trigger", 1),
         ("minPartitions", "min_partitions", 1),
         ("maxRecordsPerPartition", "max_records_per_partition", 1),
         ("maxRecordsPerArrowBatch", "max_records_per_arrow_batch", 1),
@@ -577,3 +581,81 @@ def test_kafka_params_is_a_read_only_mapping_with_a_safe_repr() -> None:
     assert pickle.loads(pickle.dumps(p)) == p
     with pytest.raises(TypeError):
         p["x"] = "y"  # type: ignore[index]
+
+
+# ------------------------------------------------------------------ minOffsetsPerTrigger / maxTriggerDelay
+
+
+def test_min_offsets_and_trigger_delay_defaults_as_spark() -> None:
+    o = stream()
+    assert o.min_offsets_per_trigger is None and o.max_offsets_per_trigger is None
+    assert o.max_trigger_delay_ms == 15 * 60 * 1000  # Spark's DEFAULT_MAX_TRIGGER_DELAY, 15m
+    o = stream(minOffsetsPerTrigger="100", maxTriggerDelay="30s", maxOffsetsPerTrigger="100")
+    assert (o.min_offsets_per_trigger, o.max_trigger_delay_ms, o.max_offsets_per_trigger) == (100, 30_000, 100)
+
+
+def test_min_above_max_offsets_is_spark_error() -> None:
+    e = error(minOffsetsPerTrigger="11", maxOffsetsPerTrigger="10")
+    assert e.option == "minOffsetsPerTrigger"
+    assert "The value of minOffsetPerTrigger(11) is higher than the maxOffsetsPerTrigger(10)." in str(e)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [("15m", 900_000), ("10s", 10_000), ("500ms", 500), ("250", 250), ("2min", 120_000),
+     ("1h", 3_600_000), ("1d", 86_400_000), ("1500us", 1), (" 5S ", 5_000), ("0s", 0)],
+)
+def test_time_strings_as_spark(text: str, ms: int) -> None:
+    assert parse_time_ms(text, option="maxTriggerDelay") == ms
+    assert stream(maxTriggerDelay=text).max_trigger_delay_ms == ms
+
+
+@pytest.mark.parametrize("bad", ["", "soon", "-5s", "5 parsecs", "1.5s", "s"])
+def test_bad_trigger_delay(bad: str) -> None:
+    e = error(maxTriggerDelay=bad)
+    assert e.option == "maxTriggerDelay" and "E.g. 50s, 100ms, or 250us" in str(e)
+
+
+# ------------------------------------------------------------------ checked at load()
+
+
+def test_unknown_option_suggests_the_closest_name() -> None:
+    e = error(startingOffset="earliest")
+    assert e.option == "startingoffset" and "did you mean startingOffsets?" in str(e)
+    assert "did you mean maxOffsetsPerTrigger?" in str(error(maxOffsetPerTrigger="5"))
+    assert "did you mean" not in str(error(colour="blue"))
+    e = stream_error({"kafka.bootstrap.server": "h:1", "kafka.group.id": "g", "subscribe": "a"})
+    assert e.option == "kafka.bootstrap.servers" and "kafka.bootstrap.server?" in str(e)
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"),
+    [
+        ({"startingOffset": "earliest"}, "startingoffset"),
+        ({"assignor": "nope"}, "assignor"),
+        ({"startingOffsets": '{"a":{"0":'}, "startingOffsets"),
+        ({"maxOffsetsPerTrigger": "-1"}, "maxOffsetsPerTrigger"),
+        ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "minOffsetsPerTrigger"),
+        ({"endingOffsets": "soon"}, "endingOffsets"),  # batch-only option: the batch error
+        ({"maxTriggerDelay": "soon"}, "maxTriggerDelay"),  # stream-only option: the stream error
+    ],
+)
+def test_validate_definition_rejects_what_no_mode_accepts(extra: dict[str, str], option: str) -> None:
+    with pytest.raises(OptionError) as info:
+        validate_definition({**BASE, **{k.lower(): v for k, v in extra.items()}})
+    assert info.value.option == option
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"endingOffsets": "latest"},  # batch only: fails when the stream reader is made
+        {"maxOffsetsPerTrigger": "10"},  # stream only
+        {"startingOffsets": "latest"},  # stream only
+        {"commitOffsets": "true"},  # a stream commits; a batch needs groupCoordinated too
+    ],
+)
+def test_validate_definition_accepts_what_one_mode_accepts(extra: dict[str, str]) -> None:
+    validate_definition({**BASE, **{k.lower(): v for k, v in extra.items()}})
+    no_group = {k: v for k, v in BASE.items() if k != "kafka.group.id"}
+    validate_definition({**no_group, "startingoffsets": "earliest"})  # batch without a group

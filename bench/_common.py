@@ -1,0 +1,108 @@
+"""What the benchmarks share: the Spark session, producing test records, CPU accounting.
+
+CPU-seconds are read from /proc (Linux): a process's own user+system time plus that of its
+children it has reaped, summed over a process tree. Spark's JVM, its Python daemon, the workers
+it forks and the streaming source's runner are all descendants of the bench process; the dev
+broker is too, and is left out (it is the server, not the reader).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import Producer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def spark_session(cores: int):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, start: int = 0) -> None:
+    """``n`` records of ``value_size`` bytes, round-robin over the partitions, in large batches."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
+                  "queue.buffering.max.messages": 1_000_000, "log_level": 3})
+    value = b"v" * value_size
+    for i in range(start, start + n):
+        while True:
+            try:
+                p.produce(topic, value=value, key=b"k%d" % i, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    left = p.flush(120)
+    if left:
+        raise RuntimeError(f"{left} records not delivered to {topic}")
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds incl. reaped children) of one process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+    ppid = int(fields[1])
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return ppid, (utime + stime + cutime + cstime) / _TICK
+
+
+def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
+    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees.
+    A process that exited was counted into its parent's reaped-children time, so the difference
+    of two readings is the tree's CPU in between (less whatever an unreaped zombie used)."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (s := _stat(int(name))) is not None:
+            stats[int(name)] = s
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    skip, total, todo = set(exclude), 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in skip or pid not in stats:
+            continue
+        total += stats[pid][1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+class Meter:
+    """Wall and CPU seconds of this process's tree (less ``exclude``) between start and stop."""
+
+    def __init__(self, exclude: Iterable[int] = ()):
+        self.exclude = tuple(exclude)
+        self.wall = self.cpu = 0.0
+
+    def __enter__(self) -> Meter:
+        self._cpu0 = tree_cpu_seconds(os.getpid(), self.exclude)
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self._t0
+        self.cpu = tree_cpu_seconds(os.getpid(), self.exclude) - self._cpu0
+
+
+def per_million(cpu_s: float, records: int) -> float:
+    return cpu_s / records * 1e6

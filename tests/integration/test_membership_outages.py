@@ -1,0 +1,174 @@
+"""The driver's group member through broker and coordinator outages (issue #8).
+
+Real members against the librdkafka mock cluster with injected faults: commits never block
+beyond the request timeout, coordinator errors keep the offsets and retry instead of failing,
+an outage shorter than ``join_timeout_ms`` is survived, a longer one fails with an error that
+names the bootstrap servers, the group and what could not be reached.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from assignment.model import TopicPartition
+from helpers import committed_offsets, group_member, wait_until
+from spark_groupsource.devbroker import DevBroker
+from spark_groupsource.errors import GroupUnreachableError, MembershipError
+
+OFFSET_COMMIT, FIND_COORDINATOR = 8, 10
+COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS = 15, 16, 14
+REBALANCE_IN_PROGRESS = 27
+
+
+@pytest.fixture
+def cluster(mock_broker):
+    """A 3-broker mock cluster of this test's own (faults are cluster-wide)."""
+    with DevBroker("mock", brokers=3) as b:
+        yield b
+
+
+def _joined(m, topic: str, partitions: int) -> dict[TopicPartition, int]:
+    assert m.wait_for_assignment(60), m.describe()
+    want = {TopicPartition(topic, p) for p in range(partitions)}
+
+    def check():
+        s = m.snapshot()
+        return dict(s.owned) if set(s.owned) == want and not s.rebalancing else None
+
+    return wait_until(check, timeout=30, message="ownership of every partition")
+
+
+def test_unreachable_bootstrap_fails_within_the_bound(unique_name):
+    """Nothing listens on 127.0.0.1:9: the member reports it after join_timeout_ms, naming the
+    bootstrap servers and the group, and never the rest of the client configuration."""
+
+    class _Nowhere:
+        backend, bootstrap, recommended_session_timeout_ms = "mock", "127.0.0.1:9", 3000
+
+    group = unique_name("g")
+    m = group_member(_Nowhere(), group, "t", join_timeout_ms=3_000,
+                     client={"sasl_plain_username": "user", "sasl_plain_password": "s3cret-pw"})
+    t0 = time.monotonic()
+    m.start()
+    try:
+        with pytest.raises(GroupUnreachableError) as info:
+            wait_until(lambda: m.raise_if_failed(), timeout=30, message="the unreachable error")
+        took = time.monotonic() - t0
+        msg = str(info.value)
+        assert info.value.step == "bootstrap"
+        assert "127.0.0.1:9" in msg and group in msg and "bootstrap server" in msg
+        assert "s3cret-pw" not in msg and "user" not in msg.replace(group, "")
+        assert 3 <= took < 15, took
+        assert m.status().cluster_reached_at is None and m.status().assigned_at is None
+        # the planner's entry points raise it too
+        with pytest.raises(MembershipError):
+            m.snapshot()
+    finally:
+        m.close()
+
+
+def test_commit_survives_coordinator_errors(cluster, unique_name):
+    """NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS on commit and
+    on FindCoordinator: the commit looks the coordinator up again and lands."""
+    topic, group = unique_name("coord"), unique_name("g")
+    cluster.create_topic(topic, 2)
+    m = group_member(cluster, group, topic)
+    m.start()
+    try:
+        _joined(m, topic, 2)
+        tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+        cluster.mock.push_request_errors(FIND_COORDINATOR, [COORDINATOR_NOT_AVAILABLE] * 2)
+        cluster.mock.push_request_errors(
+            OFFSET_COMMIT, [NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS])
+        result = m.commit({tp0: 5, tp1: 6})
+        assert result.committed == {tp0, tp1}, result
+        assert committed_offsets(cluster.bootstrap, group, topic, 2) == {0: 5, 1: 6}
+        m.raise_if_failed()
+    finally:
+        m.close()
+
+
+def test_refused_commit_keeps_offsets_and_causes_no_rejoin(cluster, unique_name):
+    """A commit refused with REBALANCE_IN_PROGRESS is kept, not retried in a loop, and does not
+    make the member rejoin (kafka-python's own commit requests a rejoin there)."""
+    topic, group = unique_name("refused"), unique_name("g")
+    cluster.create_topic(topic, 1)
+    m = group_member(cluster, group, topic)
+    m.start()
+    try:
+        _joined(m, topic, 1)
+        tp0 = TopicPartition(topic, 0)
+        generation = m.snapshot().generation
+        cluster.mock.push_request_errors(OFFSET_COMMIT, [REBALANCE_IN_PROGRESS])
+        result = m.commit({tp0: 3})
+        assert result.failed == {tp0} and not result.committed, result
+        assert m.pending() == {tp0: 3}
+        time.sleep(3)  # a heartbeat interval or more: a requested rejoin would have started
+        snap = m.snapshot()
+        assert snap.generation == generation and not snap.rebalancing, m.describe()
+        assert m.flush_pending().committed == {tp0}
+        assert committed_offsets(cluster.bootstrap, group, topic, 1) == {0: 3}
+    finally:
+        m.close()
+
+
+def _coordinator_of(cluster, group: str) -> int:
+    """Pin the group's coordinator to broker 2 (not the bootstrap's first) and return it."""
+    cluster.mock.set_coordinator(group, 2)
+    return 2
+
+
+def test_coordinator_outage_shorter_than_the_bound_is_survived(cluster, unique_name):
+    """The coordinator's broker goes away for a few seconds: a commit in between returns within
+    the request timeout with the offsets kept, the member does not fail, and once the broker is
+    back the kept offsets land under the same membership."""
+    topic, group = unique_name("outage"), unique_name("g")
+    cluster.create_topic(topic, 2)
+    coordinator = _coordinator_of(cluster, group)
+    m = group_member(cluster, group, topic, join_timeout_ms=30_000,
+                     client={"session_timeout_ms": 10_000, "request_timeout_ms": 3_000})
+    m.start()
+    try:
+        owned = _joined(m, topic, 2)
+        tp0, tp1 = sorted(owned)
+        assert m.commit({tp0: 1, tp1: 1}).committed == {tp0, tp1}
+        cluster.mock.broker_down(coordinator)
+        try:
+            t0 = time.monotonic()
+            result = m.commit({tp0: 2, tp1: 2})
+            assert time.monotonic() - t0 < 3 + 2, "the commit blocked beyond its request timeout"
+            assert result.failed == {tp0, tp1} and not result.lost, result
+            time.sleep(2)
+            m.raise_if_failed()
+        finally:
+            cluster.mock.broker_up(coordinator)
+        wait_until(lambda: (r := m.flush_pending()) is not None and r.committed == {tp0, tp1},
+                   timeout=30, interval=0.5, message="the kept offsets to land after the outage")
+        assert committed_offsets(cluster.bootstrap, group, topic, 2) == {0: 2, 1: 2}
+        assert dict(m.snapshot().owned) == owned  # same acquisitions: no partition was lost
+        m.raise_if_failed()
+    finally:
+        m.close()
+
+
+def test_coordinator_outage_beyond_the_bound_fails_clearly(cluster, unique_name):
+    topic, group = unique_name("gone"), unique_name("g")
+    cluster.create_topic(topic, 1)
+    coordinator = _coordinator_of(cluster, group)
+    m = group_member(cluster, group, topic, join_timeout_ms=4_000)
+    m.start()
+    try:
+        _joined(m, topic, 1)
+        cluster.mock.broker_down(coordinator)
+        t0 = time.monotonic()
+        with pytest.raises(GroupUnreachableError) as info:
+            wait_until(lambda: m.raise_if_failed(), timeout=60, message="the coordinator error")
+        assert info.value.step == "coordinator", info.value
+        assert group in str(info.value) and cluster.bootstrap.split(",")[0] in str(info.value)
+        assert time.monotonic() - t0 < 4 + 15
+        assert m.status().cluster_reached_at is not None and m.status().coordinator_missing_since is not None
+    finally:
+        cluster.mock.broker_up(coordinator)
+        m.close()

@@ -1,0 +1,41 @@
+"""The benchmarks' CPU accounting (bench/_common.py): a process tree's CPU seconds from /proc,
+children included, excluded subtrees left out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from _common import Meter, per_million, tree_cpu_seconds  # noqa: E402
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux only)")
+
+
+def test_a_child_that_ran_and_exited_counts_in_the_tree():
+    with Meter() as m:
+        subprocess.run([sys.executable, "-c", BURN.format(s=0.4)], check=True)
+    assert 0.4 <= m.cpu < 5.0
+    assert m.wall >= 0.4
+
+
+def test_a_live_child_counts_unless_excluded():
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.4) + "print('burnt', flush=True)\n"
+                              "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "burnt"
+        me = os.getpid()
+        assert tree_cpu_seconds(me) - tree_cpu_seconds(me, exclude=[child.pid]) >= 0.4
+    finally:
+        child.kill()
+        child.wait(30)
+
+
+def test_per_million():
+    assert per_million(2.5, 500_000) == 5.0
