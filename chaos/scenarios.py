@@ -251,7 +251,7 @@ def _retention(r: Run, fail_on_data_loss: bool) -> None:
 
 
 def retention_fail(r: Run) -> None:
-    r.outcome = Outcome(expect_failure=r"DataLossError|(?i)data loss")
+    r.outcome = Outcome(expect_failure=r"(?i)DataLossError|data loss")
     _retention(r, True)
 
 
