@@ -67,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             spec.run(run)
         except Exception as exc:  # noqa: BLE001 - reported in the row, the suite goes on
             error = exc
-        row = run.finish(args.quiet_timeout, error)
+        try:
+            row = run.finish(args.quiet_timeout, error)
+        except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
+            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"])
         rows.append(row)
         verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
         print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
