@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-unit test-integration lint bench demo clean
+.PHONY: setup test test-unit test-integration lint bench demo chaos clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ DEMO_ARGS ?=
 demo:
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -c constraints.txt -e ".[demo]"
 	$(PY) -m demo $(DEMO_ARGS)
+
+# Fault-injection scenarios against the mock broker (see README, "Chaos suite"); ~25 min.
+# CHAOS_ARGS="--only driver_kill9,commit_errors" to pick scenarios, --list to see them.
+CHAOS_ARGS ?=
+chaos:
+	$(PY) -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -341,6 +341,11 @@ class MockControl:
         self._call("delete_topic", name=name)
         self._broker.topics.pop(name, None)
 
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Delete the partition's records below ``before_offset`` (the log start moves there),
+        as retention would."""
+        self._call("delete_records", topic=topic, partition=int(partition), before_offset=int(before_offset))
+
     def set_coordinator(self, group_id: str, broker_id: int) -> None:
         self._call("set_coordinator", group_id=group_id, broker_id=int(broker_id))
 

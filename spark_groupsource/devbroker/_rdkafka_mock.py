@@ -59,6 +59,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_set_apiversion": (c_int, [c_void_p, c_int16, c_int16, c_int16]),
     "rd_kafka_mock_partition_set_leader": (c_int, [c_void_p, c_char_p, c_int32, c_int32]),
     "rd_kafka_mock_topic_set_error": (None, [c_void_p, c_char_p, c_int]),
+    "rd_kafka_mock_partition_delete_records": (c_int, [c_void_p, c_char_p, c_int32, c_int64]),
     "rd_kafka_mock_start_request_tracking": (None, [c_void_p]),
     "rd_kafka_mock_stop_request_tracking": (None, [c_void_p]),
     "rd_kafka_mock_clear_requests": (None, [c_void_p]),
@@ -192,6 +193,14 @@ class MockCluster:
 
     def set_topic_error(self, topic: str, error: int) -> None:
         self._lib.rd_kafka_mock_topic_set_error(self._cluster(), topic.encode(), int(error))
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Delete a partition's records below ``before_offset`` (its log start moves there), as
+        retention does."""
+        rc = self._lib.rd_kafka_mock_partition_delete_records(
+            self._cluster(), topic.encode(), int(partition), int(before_offset)
+        )
+        self._check(f"delete_records({topic}, {partition}, {before_offset})", rc)
 
     # -- fault injection -----------------------------------------------------------------------
     def push_request_errors(self, api_key: int, errors: list[int]) -> None:

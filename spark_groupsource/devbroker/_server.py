@@ -553,6 +553,7 @@ _MOCK_OPS = frozenset(
         "set_partition_leader",
         "set_topic_error",
         "delete_topic",
+        "delete_records",
         "start_request_tracking",
         "stop_request_tracking",
         "clear_requests",

@@ -184,3 +184,24 @@ def test_mock_abort_is_isolated_from_the_test_process(unique_name):
             c.close()
         b.stop()
     assert not b.alive
+
+
+def test_delete_records_moves_the_log_start(mock_broker, unique_name):
+    """``delete_records`` acts like retention: the partition's log start moves up, the end
+    stays, and a reader from the beginning gets only the records left."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    topic = unique_name("topic")
+    mock_broker.create_topic(topic, 2)
+    produce_keyed(mock_broker.bootstrap, topic, 40, partitions=2)
+    mock_broker.mock.delete_records(topic, 0, 15)
+    c = Consumer(consumer_conf(mock_broker, unique_name("g")))
+    try:
+        assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (15, 20)
+        assert c.get_watermark_offsets(TopicPartition(topic, 1), timeout=10) == (0, 20)
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        assert _first_record(c).offset() == 15
+    finally:
+        c.close()
+    with pytest.raises(DevBrokerError, match="delete_records"):
+        mock_broker.mock.delete_records(topic, 0, 99)  # beyond the end

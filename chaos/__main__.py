@@ -1,0 +1,87 @@
+"""``python -m chaos``: run the chaos scenarios against the mock dev broker and print one row each.
+
+    python -m chaos                 # every scenario (make chaos)
+    python -m chaos --quick         # the short version run by the tests
+    python -m chaos --only driver_kill9,commit_errors
+    python -m chaos --list
+
+Exit code 0 when every scenario passed; 1 when any lost a record, had a query fail where it
+should not (or not fail where it should), a committed offset move backwards, or duplicates
+beyond one micro-batch per partition handover; 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+from chaos.report import table
+from chaos.run import Row, Run
+from chaos.scenarios import SCENARIOS
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m chaos", description=__doc__.split("\n\n")[0])
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--only", help="comma-separated scenario names")
+    p.add_argument("--quick", action="store_true", help="only the short version's scenarios")
+    p.add_argument("--workdir", help="where sinks, checkpoints and logs go (default: a new temp dir)")
+    p.add_argument("--json", dest="json_path", help="results file (default: <workdir>/results.json)")
+    p.add_argument("--quiet-timeout", type=float, default=120.0,
+                   help="seconds to wait after production for the commits to reach the log end")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    specs = SCENARIOS
+    if args.list:
+        for s in specs:
+            print(f"{s.name:22} {'quick ' if s.quick else '      '}{s.about}")
+        return 0
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        known = {s.name for s in specs}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            print(f"unknown scenario(s) {unknown}; see --list", file=sys.stderr)
+            return 2
+        specs = [s for s in specs if s.name in names]
+    if args.quick:
+        specs = [s for s in specs if s.quick]
+    workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-chaos-")
+    os.makedirs(workdir, exist_ok=True)
+    json_path = args.json_path or os.path.join(workdir, "results.json")
+    print(f"chaos: {len(specs)} scenarios, work directory {workdir}", flush=True)
+    rows: list[Row] = []
+    t0 = time.monotonic()
+    for spec in specs:
+        print(f"chaos: {spec.name}: {spec.about}", flush=True)
+        run = Run(spec.name, workdir, partitions=spec.partitions)
+        error = None
+        try:
+            spec.run(run)
+        except Exception as exc:  # noqa: BLE001 - reported in the row, the suite goes on
+            error = exc
+        try:
+            row = run.finish(args.quiet_timeout, error)
+        except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
+            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"])
+        rows.append(row)
+        verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
+        print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
+        with open(json_path, "w") as f:
+            json.dump({"workdir": workdir, "rows": [r.to_json() for r in rows]}, f, indent=1)
+    print()
+    print(table(rows))
+    print(f"\n{sum(r.ok for r in rows)}/{len(rows)} scenarios passed in {time.monotonic() - t0:.0f}s; "
+          f"results: {json_path}")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

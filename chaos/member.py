@@ -1,0 +1,120 @@
+"""One group member of the chaos suite: a Spark query in its own process, writing a durable sink.
+
+    python -m chaos.member --name a --incarnation 1 --bootstrap HOST:PORT --topic t --group g \\
+        --out DIR --checkpoint DIR [--option key=value ...] [--max-seconds 900]
+
+Each micro-batch becomes one file ``DIR/<name>-<incarnation>-<batch>-<uuid>.jsonl`` (written to a
+temporary name, then renamed, so a ``kill -9`` never leaves half a batch): a header line
+``{"owner", "batch", "t"}`` then one ``[partition, offset, seq]`` line per record. A replayed
+batch gets a new file, so re-reads show up as duplicates. On SIGTERM the query stops cleanly
+(the connector leaves the group); when the query fails, its error goes to
+``DIR/<name>-<incarnation>.error`` and the process exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+from chaos.sink import write_batch
+
+EXIT_QUERY_FAILED = 3
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="chaos.member")
+    p.add_argument("--name", required=True)
+    p.add_argument("--incarnation", type=int, default=1)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--checkpoint", required=True)
+    p.add_argument("--option", action="append", default=[], help="reader option key=value")
+    p.add_argument("--trigger", default="500 milliseconds")
+    p.add_argument("--max-seconds", type=float, default=900.0, help="stop after this long in any case")
+    return p.parse_args(argv)
+
+
+def _sink(out: str, name: str, owner: str):
+    pause = os.path.join(out, f"pause-{name}")
+
+    def write(df, batch_id: int) -> None:
+        deadline = time.monotonic() + 180
+        while os.path.exists(pause) and time.monotonic() < deadline:  # the suite makes us lag
+            time.sleep(0.2)
+        rows = df.selectExpr("partition", "offset", "CAST(value AS STRING) AS v").collect()
+        write_batch(out, owner, batch_id, ((r.partition, r.offset, int(r.v)) for r in rows))
+
+    return write
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    os.makedirs(args.out, exist_ok=True)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    owner = f"{args.name}-{args.incarnation}"
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+
+    from pyspark.sql import SparkSession
+
+    # local[1, 4]: one core, and a failed task is retried as on a cluster (plain local[1] fails
+    # the query on the first task failure, e.g. a killed Python worker)
+    spark = (
+        SparkSession.builder.master("local[1,4]")
+        .appName(f"chaos-{owner}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "768m")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", "-Xss16m")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    options = dict(o.split("=", 1) for o in args.option)
+    df = (
+        spark.readStream.format("groupkafka")
+        .option("kafka.bootstrap.servers", args.bootstrap)
+        .option("kafka.group.id", args.group)
+        .option("subscribe", args.topic)
+        .options(**options)
+        .load()
+    )
+    query = (
+        df.writeStream.foreachBatch(_sink(args.out, args.name, owner))
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(processingTime=args.trigger)
+        .start()
+    )
+    print(f"chaos.member {owner}: started", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + args.max_seconds
+    code = 0
+    try:
+        while not stopping and time.monotonic() < deadline:
+            try:
+                if query.awaitTermination(0.5):
+                    break
+            except Exception:  # noqa: BLE001 - the query failed: reported below
+                break
+        if query.exception() is not None:
+            with open(os.path.join(args.out, f"{owner}.error"), "w") as f:
+                f.write(str(query.exception()))
+            code = EXIT_QUERY_FAILED
+    finally:
+        try:
+            query.stop()
+        finally:
+            spark.stop()
+    print(f"chaos.member {owner}: stopped (exit {code})", file=sys.stderr, flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Processes the suite starts: Spark members (each in its own session and process group), and
+the faults applied to them. Only pids found under a process this suite started are signalled."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def descendants(root: int) -> list[int]:
+    """Live descendants of ``root`` (breadth first), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None and st[0] != "Z":
+                children.setdefault(st[1], []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for kid in children.get(todo.pop(0), []):
+            out.append(kid)
+            todo.append(kid)
+    return out
+
+
+def alive(pid: int) -> bool:
+    st = _stat(pid)
+    return st is not None and st[0] != "Z"
+
+
+@dataclass
+class Member:
+    """One Spark query process (``python -m chaos.member``)."""
+
+    name: str
+    incarnation: int
+    proc: subprocess.Popen
+    log_path: str
+    started: float = field(default_factory=time.monotonic)
+    ended_by_suite: bool = False  # stopped or killed by the suite, or an awaited exit
+    unexpected_exit: int | None = None  # exit code when the process ended by itself
+
+    @property
+    def owner(self) -> str:
+        return f"{self.name}-{self.incarnation}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def family(self) -> list[int]:
+        """The member, its JVM, and the Python processes under it (pyspark's daemon moves
+        itself into its own process group, so a killpg alone would miss it)."""
+        return [self.pid, *descendants(self.pid)] if self.running() else descendants(self.pid)
+
+    def signal_all(self, sig: int) -> list[int]:
+        pids = self.family()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        return pids
+
+    def kill9(self, timeout: float = 20.0) -> None:
+        self.ended_by_suite = True
+        pids = self.signal_all(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM: the query stops and leaves the group; SIGKILL if it does not exit in time."""
+        self.ended_by_suite = True
+        if self.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        for pid in descendants(self.pid):  # orphans re-parented elsewhere are not found here
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return self.proc.returncode
+
+    def python_workers(self) -> list[int]:
+        """Executor Python workers: the processes forked by the daemon of ``pyspark.worker``
+        (not the planner's daemons, not the streaming source runner where the group member lives)."""
+        pids = descendants(self.pid)
+        daemons = [p for p in pids if _cmdline(p).split()[-1:] == ["pyspark.worker"]
+                   and "pyspark.daemon" in _cmdline(p)
+                   and "pyspark.daemon" not in _cmdline((_stat(p) or ("", 0))[1])]
+        return [w for d in daemons for w in descendants(d)]
+
+
+def start_member(name: str, incarnation: int, *, bootstrap: str, topic: str, group: str, out: str,
+                 checkpoint: str, options: dict[str, str], log_dir: str, trigger: str = "500 milliseconds",
+                 max_seconds: float = 900.0) -> Member:
+    owner = f"{name}-{incarnation}"
+    log_path = os.path.join(log_dir, f"{owner}.log")
+    cmd = [sys.executable, "-m", "chaos.member", "--name", name, "--incarnation", str(incarnation),
+           "--bootstrap", bootstrap, "--topic", topic, "--group", group, "--out", out,
+           "--checkpoint", checkpoint, "--trigger", trigger, "--max-seconds", str(max_seconds)]
+    for k, v in options.items():
+        cmd += ["--option", f"{k}={v}"]
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env["GROUPKAFKA_LOG_LEVEL"] = "INFO"  # rebalances, acquisitions, commits, data loss: in the log
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    log = open(log_path, "ab")  # noqa: SIM115 - the child owns it
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, cwd=_ROOT, start_new_session=True)
+    finally:
+        log.close()
+    return Member(name, incarnation, proc, log_path)

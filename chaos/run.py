@@ -1,0 +1,317 @@
+"""One scenario's run: its own mock cluster, topic and group; members, producer and sampler;
+then the quiet period and the verdict. Every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from chaos.procs import Member, start_member
+from chaos.sink import read_batches
+from chaos.traffic import OffsetSampler, PlainMember, SeqProducer
+from chaos.verdict import tally, unreported
+from spark_groupsource.devbroker import DevBroker
+
+#: Reader options of every member on the mock: a 6 s session (a member still draining a slow
+#: first micro-batch is not left out of the next generation), and the mock's SyncGroup
+#: workarounds (see tests/integration/test_stream_support.broker_options).
+MEMBER_OPTIONS = {
+    "kafka.auto.offset.reset": "earliest",
+    "kafka.session.timeout.ms": "6000",
+    "kafka.heartbeat.interval.ms": "1000",
+    "leaderSyncDelayMs": "1000",
+    "kafka.request.timeout.ms": "5000",
+}
+SESSION_S = 6.0
+
+
+class ScenarioError(Exception):
+    """The scenario could not drive its fault (a member never started reading, ...)."""
+
+
+@dataclass
+class Outcome:
+    """What the scenario expects besides 'nothing lost': a failure (regex on the member's error)
+    within ``within_s`` of the member's start, or an explicit report in the members' logs."""
+
+    expect_failure: str | None = None
+    within_s: float | None = None
+    expect_logged: list[str] = field(default_factory=list)  # regexes, each must match a log line
+
+
+@dataclass
+class Row:
+    scenario: str
+    produced: int = 0
+    read: int = 0
+    lost: int = 0
+    deleted: int = 0
+    dup_total: int = 0
+    dup_max: int = 0
+    regressions: int = 0
+    failures: int = 0
+    reached_end: bool | None = None
+    elapsed_s: float = 0.0
+    ok: bool = False
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class Run:
+    def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int = 3):
+        self.name = name
+        self.dir = os.path.join(workdir, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.out = os.path.join(self.dir, "sink")
+        os.makedirs(self.out)
+        self.partitions = partitions
+        self.topic = f"chaos-{name}"
+        self.group = f"chaos-{name}-g"
+        self.broker = DevBroker("mock", brokers=brokers).start()
+        self.broker.create_topic(self.topic, partitions)
+        self.members: dict[str, Member] = {}
+        self.history: list[Member] = []
+        self.plain: list[PlainMember] = []
+        self.producer: SeqProducer | None = None
+        self.sampler = OffsetSampler(self.broker.bootstrap, self.group, self.topic, partitions).start()
+        self.deleted_before: dict[int, int] = {}
+        self.outcome = Outcome()
+        self.per_member = False
+        self.notes: list[str] = []
+        self.problems: list[str] = []  # strict checks a scenario made itself
+        self.t0 = time.monotonic()
+        self._events: list[str] = []
+
+    # -- driving -----------------------------------------------------------------------------
+    def event(self, text: str) -> None:
+        line = f"{time.monotonic() - self.t0:7.1f}s {text}"
+        self._events.append(line)
+        with open(os.path.join(self.dir, "events.log"), "a") as f:
+            f.write(line + "\n")
+
+    def start(self, name: str, *, bootstrap: str | None = None, **options: str) -> Member:
+        incarnation = sum(1 for m in self.history if m.name == name) + 1
+        m = start_member(name, incarnation, bootstrap=bootstrap or self.broker.bootstrap, topic=self.topic,
+                         group=self.group, out=self.out, checkpoint=os.path.join(self.dir, f"ck-{name}"),
+                         options={**MEMBER_OPTIONS, **options}, log_dir=self.dir)
+        self.members[name] = m
+        self.history.append(m)
+        self.event(f"started {m.owner} (pid {m.pid})")
+        return m
+
+    def produce(self, rate: float = 50, seconds: float = 400) -> SeqProducer:
+        """Start producing (until :meth:`end_production`, ``seconds`` at most)."""
+        self.producer = SeqProducer(self.broker.bootstrap, self.topic, self.partitions, rate=rate,
+                                    seconds=seconds).start()
+        self.event(f"producing {rate}/s")
+        return self.producer
+
+    def end_production(self, after: float = 8) -> None:
+        assert self.producer is not None
+        self.producer.stop_after(after)
+        self.event(f"production ends in {after}s")
+
+    def pause_sink(self, m: Member, paused: bool) -> None:
+        """A paused member's next batch blocks before it fetches (records pile up unread)."""
+        flag = os.path.join(self.out, f"pause-{m.name}")
+        if paused:
+            open(flag, "w").close()
+        elif os.path.exists(flag):
+            os.remove(flag)
+        self.event(f"{'paused' if paused else 'resumed'} {m.owner}'s sink")
+
+    def plain_member(self, name: str, **conf) -> PlainMember:
+        pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out,
+                         {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, **conf})
+        self.plain.append(pm)
+        self.event(f"plain consumer {name} joined")
+        return pm
+
+    def batches_of(self, owner: str) -> int:
+        return sum(1 for f in os.listdir(self.out) if f.startswith(owner + "-") and f.endswith(".jsonl"))
+
+    def wait_reading(self, m: Member, batches: int = 1, timeout: float = 240.0) -> None:
+        """Until ``m`` wrote ``batches`` non-empty batches (Spark started, group joined)."""
+        deadline = time.monotonic() + timeout
+        while self.batches_of(m.owner) < batches:
+            if not m.running():
+                raise ScenarioError(f"{m.owner} exited (code {m.proc.returncode}) before reading; see {m.log_path}")
+            if time.monotonic() > deadline:
+                raise ScenarioError(f"{m.owner} wrote {self.batches_of(m.owner)} of {batches} batches in {timeout:.0f}s; see {m.log_path}")
+            time.sleep(0.5)
+        self.event(f"{m.owner} is reading")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def stop(self, m: Member) -> None:
+        code = m.stop()
+        self.event(f"stopped {m.owner} (SIGTERM, exit {code})")
+
+    def kill9(self, m: Member) -> None:
+        m.kill9()
+        self.event(f"kill -9 {m.owner} and its processes")
+
+    def wait_exit(self, m: Member, timeout: float) -> int | None:
+        """Wait for ``m`` to exit by itself (an expected failure); its exit is then expected."""
+        deadline = time.monotonic() + timeout
+        while m.running() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        code = m.proc.poll()
+        m.ended_by_suite = code is not None
+        self.event(f"{m.owner} exited with code {code}" if code is not None else f"{m.owner} still running")
+        return code
+
+    # -- the end -------------------------------------------------------------------------------
+    def _caught_up(self) -> bool:
+        marks = self.sampler.watermarks()
+        got = self.sampler.sample()
+        return bool(got is not None and len(marks) == self.partitions
+                    and all(got.get(p) == hi for p, (_lo, hi) in marks.items()))
+
+    def _end_production(self) -> None:
+        if self.producer is not None and not self.producer.finished:
+            self.producer.stop_after(5)  # production runs through the fault and 5 s beyond
+            self.producer.finish()
+            self.event(f"production done: {len(self.producer.delivered)} delivered, "
+                       f"{len(self.producer.failed)} failed")
+
+    def quiet(self, timeout: float) -> bool:
+        """After production: until the group's commits reach the log end (or ``timeout``)."""
+        self._end_production()
+        if self.outcome.expect_failure:
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._caught_up():
+                self.event("committed offsets reached the log end")
+                time.sleep(3)  # let any last batch land in the sink
+                return True
+            time.sleep(1)
+        self.event(f"committed offsets did not reach the log end within {timeout:.0f}s")
+        return False
+
+    def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
+        row = Row(self.name)
+        try:
+            self._end_production()
+            reached = None if error else self.quiet(quiet_timeout)
+            if self.outcome.expect_failure is None and error is None:
+                row.reached_end = reached
+            elif self.outcome.expect_failure:
+                row.reached_end = None
+        finally:
+            for m in self.history:
+                if not m.running() and not m.ended_by_suite:
+                    m.unexpected_exit = m.proc.returncode
+            for m in self.members.values():
+                if m.running():
+                    m.stop()
+            for pm in self.plain:
+                pm.close()
+            self.sampler.sample()
+            final = self.sampler.last.copy()
+            self.sampler.close()
+            self.broker.stop()
+        row.elapsed_s = round(time.monotonic() - self.t0, 1)
+        self._verdict(row, final, error)
+        with open(os.path.join(self.dir, "events.log"), "a") as f:
+            f.write(json.dumps(row.to_json()) + "\n")
+        return row
+
+    def _verdict(self, row: Row, final: dict[int, int], error: BaseException | None) -> None:
+        reasons = row.reasons
+        if error is not None:
+            reasons.append(f"scenario could not run: {error}")
+        produced = self.producer.delivered if self.producer else {}
+        acquisitions = {m: Counter() for m in {h.name for h in self.history}}
+        logs = {h.owner: _read(h.log_path) for h in self.history}
+        for h in self.history:
+            for p in re.findall(rf"{re.escape(self.topic)}-(\d+) starts at offset", logs[h.owner]):
+                acquisitions[h.name][int(p)] += 1
+        for pm in self.plain:
+            acquisitions.setdefault(pm.owner, Counter()).update(pm.acquired)
+        t = tally(produced, read_batches(self.out), acquisitions=acquisitions, deleted_before=self.deleted_before,
+                  counted_below={p: final.get(p) for p in range(self.partitions)} if self.outcome.expect_failure
+                  else None, per_member=self.per_member)
+        row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted
+        row.dup_total, row.dup_max = t.dup_total, t.dup_max
+        row.regressions = len(self.sampler.regressions)
+        if t.lost:
+            reasons.append(f"{t.lost} records lost, e.g. (seq, partition, offset) {t.lost_examples[:5]}")
+        if t.wrong:
+            reasons.append(f"{t.wrong} reads at a partition/offset where the record was not written")
+        reasons += [f"duplicates beyond the promise: {b}" for b in t.dup_breaches]
+        for r in self.sampler.regressions[:5]:
+            reasons.append(f"committed offset of partition {r.partition} moved back {r.before} -> {r.after}")
+        errors = {h.owner: _read(os.path.join(self.out, f"{h.owner}.error")) for h in self.history}
+        failed = {o: e for o, e in errors.items() if e}
+        row.failures = len(failed)
+        want = self.outcome.expect_failure
+        if want:
+            if not failed:
+                reasons.append(f"expected a query failure matching {want!r}, none happened")
+            for owner, err in failed.items():
+                if not re.search(want, err, re.S):
+                    reasons.append(f"{owner} failed, but not as expected ({want!r}): {_first_line(err)}")
+        else:
+            for owner, err in failed.items():
+                reasons.append(f"query {owner} failed: {_first_line(err)}")
+        for h in self.history:
+            if h.owner not in failed and h.unexpected_exit is not None:
+                row.failures += 1
+                reasons.append(f"{h.owner} exited by itself with code {h.unexpected_exit}; see {h.log_path}")
+        reasons += self.problems
+        all_logs = "\n".join(logs.values())
+        if t.deleted_records and not self.outcome.expect_failure:
+            missing = unreported(t.deleted_records, reported_skips(all_logs, self.topic))
+            if missing:
+                reasons.append(f"{len(missing)} deleted records in no logged data-loss range, e.g. "
+                               f"(partition, offset) {missing[:5]}")
+        for pattern in self.outcome.expect_logged:
+            if not re.search(pattern, all_logs):
+                reasons.append(f"no log line matching {pattern!r}")
+        if row.reached_end is False:
+            row.notes.append("the group's commits did not reach the log end")
+        row.notes += self.notes
+        row.ok = not reasons
+
+
+def reported_skips(logs: str, topic: str) -> list[tuple[int, int, int]]:
+    """(partition, from, until) of every data-loss skip the connector logged: the driver's
+    "data loss: skipping ... t-p [from, until)" and the executors' "data loss in t-p: offsets
+    [from, until)"."""
+    t = re.escape(topic)
+    out = []
+    for line in logs.splitlines():
+        if "data loss" not in line:
+            continue
+        for p, lo, hi in re.findall(rf"{t}-(\d+):? (?:offsets )?\[(\d+), (\d+)\)", line):
+            out.append((int(p), int(lo), int(hi)))
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0][:300] if lines else ""
+
+
+Scenario = Callable[[Run], None]

@@ -1,0 +1,279 @@
+"""The scenarios: each drives one fault while the producer writes and members read.
+
+A scenario gets a fresh :class:`~chaos.run.Run` (its own 3-broker mock cluster, topic and
+group) and returns once its fault is over; the runner then waits out the quiet period and
+judges. Sizes are scaled so the whole suite fits about 25 minutes on 2 idle cores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+from chaos.run import SESSION_S, Outcome, Run, Scenario
+
+OFFSET_COMMIT = 8
+# OffsetCommit errors a coordinator really returns: REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
+# UNKNOWN_MEMBER_ID, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+# REQUEST_TIMED_OUT
+COMMIT_ERRORS = [27, 22, 25, 14, 15, 16, 7]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    run: Scenario
+    about: str
+    partitions: int = 4
+    quick: bool = False
+
+
+def eager_churn(r: Run) -> None:
+    r.produce()
+    a = r.start("a")
+    r.wait_reading(a)
+    for _ in range(2):
+        b = r.start("b")
+        r.wait_reading(b)
+        r.sleep(4)
+        r.stop(b)
+        r.sleep(4)
+
+
+def cooperative_churn(r: Run) -> None:
+    """Plain consumers stay 20 s each (a cooperative rebalance takes two rounds, and a round
+    on the mock up to session - 1 s), overlapping: c0; c0 + c1; c1; none. They must get
+    partitions and read from them, or the scenario proved nothing."""
+    r.produce()
+    a = r.start("a", assignor="cooperative-sticky")
+    r.wait_reading(a)
+    strategy = {"partition.assignment.strategy": "cooperative-sticky"}
+    c0 = r.plain_member("c0", **strategy)
+    r.sleep(20)
+    c1 = r.plain_member("c1", **strategy)
+    r.sleep(20)
+    c0.close()
+    r.event("plain consumer c0 left")
+    r.sleep(20)
+    c1.close()
+    r.event("plain consumer c1 left")
+    r.sleep(10)
+    for c in (c0, c1):
+        if not c.batches:
+            r.problems.append(f"plain consumer {c.owner} read nothing in 20-40 s in the group "
+                              f"(acquired partitions: {sorted(c.acquired)})")
+
+
+def driver_kill9(r: Run) -> None:
+    r.produce()
+    a = r.start("a")
+    r.wait_reading(a)
+    r.wait_reading(a, batches=3)
+    r.kill9(a)
+    r.sleep(2)
+    a = r.start("a")  # the same checkpoint: Spark replays the planned batch
+    r.wait_reading(a)
+
+
+def member_frozen(r: Run) -> None:
+    r.produce()
+    a, b = r.start("a"), r.start("b")
+    r.wait_reading(a)
+    r.wait_reading(b)
+    r.sleep(3)
+    pids = b.signal_all(signal.SIGSTOP)
+    r.event(f"SIGSTOP {b.owner} ({len(pids)} processes) for {2 * SESSION_S + 4:.0f}s")
+    r.sleep(2 * SESSION_S + 4)
+    b.signal_all(signal.SIGCONT)
+    r.event(f"SIGCONT {b.owner}")
+    r.sleep(10)
+
+
+def worker_kill(r: Run) -> None:
+    """Three times, 10 s apart, kill -9 the executor Python workers while one is busy (its CPU
+    time grows), so the task dies mid-batch. Spark retries a task 4 times (local[1,4]); three
+    kills can never exhaust that, so the query must survive and lose nothing."""
+    r.produce(rate=100)
+    a = r.start("a")
+    r.wait_reading(a)
+    kills, deadline = 0, time.monotonic() + 90
+    while kills < 3 and time.monotonic() < deadline:
+        busy = _busy(a.python_workers())
+        if not busy:
+            time.sleep(0.1)
+            continue
+        for pid in busy:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        kills += 1
+        r.event(f"kill -9 busy Python workers {busy}")
+        r.sleep(10)
+    r.sleep(5)
+    failed_tasks = _text(a.log_path).count("Lost task")
+    r.notes.append(f"{kills} kills, {failed_tasks} task failures logged")
+    if not failed_tasks:
+        r.problems.append("fault not injected: no task failed (no kill landed mid-batch)")
+
+
+def _busy(pids: list[int], window: float = 0.3) -> list[int]:
+    """Those of ``pids`` that used CPU during ``window`` seconds (running a task)."""
+    def cpu(pid: int) -> int | None:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime
+        except (OSError, IndexError, ValueError):
+            return None
+
+    before = {p: cpu(p) for p in pids}
+    time.sleep(window)
+    return [p for p in pids if before[p] is not None and (c := cpu(p)) is not None and c > before[p]]
+
+
+def broker_outage(r: Run) -> None:
+    """The leader of partitions 1, 4, 7 and the group's coordinator down for 20 s, longer than
+    the clients' retries (request timeout 5 s)."""
+    mock = r.broker.mock
+    for p in range(r.partitions):
+        mock.set_partition_leader(r.topic, p, 2 if p % 3 == 1 else (1 if p % 3 == 0 else 3))
+    mock.set_coordinator(r.group, 2)
+    r.produce()
+    a = r.start("a")
+    r.wait_reading(a)
+    mock.broker_down(2)
+    r.event("broker 2 down (leader of 1, 4, 7 and the coordinator)")
+    r.sleep(20)
+    mock.broker_up(2)
+    r.event("broker 2 up")
+    r.sleep(10)
+
+
+def coordinator_moved(r: Run) -> None:
+    mock = r.broker.mock
+    r.produce()
+    a = r.start("a")
+    r.wait_reading(a)
+    for broker_id in (2, 3, 1, 2):
+        mock.set_coordinator(r.group, broker_id)
+        r.event(f"coordinator of {r.group} moved to broker {broker_id}")
+        r.sleep(6)
+
+
+def commit_errors(r: Run) -> None:
+    mock = r.broker.mock
+    r.produce()
+    a = r.start("a")
+    r.wait_reading(a)
+    for code in COMMIT_ERRORS:
+        mock.push_request_errors(OFFSET_COMMIT, [code])
+        r.event(f"next OffsetCommit fails with error {code}")
+        r.sleep(3)
+    mock.clear_request_errors(OFFSET_COMMIT)
+
+
+def unreachable_bootstrap(r: Run) -> None:
+    """Nothing listens at 127.0.0.1:9: the query must fail within groupJoinTimeoutMs (10 s here)
+    of its start, with an error naming the bootstrap servers and the group."""
+    bound_s, slack_s = 10, 30
+    r.outcome = Outcome(expect_failure=rf"127\.0\.0\.1:9\b.*{r.group}|{r.group}.*127\.0\.0\.1:9\b")
+    a = r.start("a", bootstrap="127.0.0.1:9", groupJoinTimeoutMs=str(bound_s * 1000))
+    deadline = time.monotonic() + 240
+    started = None
+    while a.running() and time.monotonic() < deadline:
+        if started is None and "chaos.member a-1: started" in _text(a.log_path):
+            started = time.monotonic()
+            r.event("query started")
+        time.sleep(0.5)
+    code = r.wait_exit(a, timeout=1)
+    if code is None:
+        r.problems.append("the query did not fail within 240 s of its launch")
+    elif started is not None:
+        took = time.monotonic() - started
+        r.notes.append(f"failed {took:.0f}s after the query started")
+        if took > bound_s + slack_s:
+            r.problems.append(f"failed {took:.0f}s after the query started (groupJoinTimeoutMs={bound_s * 1000})")
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def redundant_restart(r: Run) -> None:
+    r.per_member = True
+    opts = {"assignor": "redundant", "redundant.replicas": "2"}
+    r.produce()
+    a, b = r.start("a", **opts), r.start("b", **opts)
+    r.wait_reading(a)
+    r.wait_reading(b)
+    r.sleep(3)
+    r.kill9(b)
+    r.sleep(SESSION_S + 4)  # past b's session: a alone, fewer members than replicas
+    b = r.start("b", **opts)
+    r.wait_reading(b)
+    r.sleep(5)
+
+
+def _retention(r: Run, fail_on_data_loss: bool) -> None:
+    """The member's sink is paused (its next batch waits before fetching) while the producer
+    writes on; then retention deletes, in every partition, everything but the last 40 records,
+    and the sink resumes: the records between the member's position and the new log start
+    are gone unread."""
+    r.produce(rate=100)
+    a = r.start("a", failOnDataLoss=str(fail_on_data_loss).lower())
+    r.wait_reading(a)
+    r.pause_sink(a, True)
+    r.sleep(8)
+    r.end_production(0)
+    r.producer.finish()
+    committed = r.sampler.sample() or {}
+    marks = r.sampler.watermarks()
+    for p in range(r.partitions):
+        lo, hi = marks[p]
+        point = max(lo, committed.get(p, 0), hi - 40)
+        r.broker.mock.delete_records(r.topic, p, point)
+        r.deleted_before[p] = point
+    r.event(f"retention deleted records below {r.deleted_before} (committed {committed})")
+    r.pause_sink(a, False)
+    if fail_on_data_loss:
+        code = r.wait_exit(a, timeout=120)
+        if code is None:
+            r.problems.append("the query did not fail within 120 s of the deletion")
+    else:
+        r.outcome = Outcome(expect_logged=[rf"(?i)data loss.*{r.topic}-{p}\b" for p in range(r.partitions)])
+        r.sleep(10)
+
+
+def retention_fail(r: Run) -> None:
+    r.outcome = Outcome(expect_failure=r"(?i)DataLossError|data loss")
+    _retention(r, True)
+
+
+def retention_skip(r: Run) -> None:
+    _retention(r, False)
+
+
+SCENARIOS = [
+    Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)"),
+    Spec("cooperative_churn", cooperative_churn,
+         "plain librdkafka consumers join and leave a cooperative-sticky query", quick=True),
+    Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint", quick=True),
+    Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
+    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),
+    Spec("broker_outage", broker_outage, "leader of 3 of 8 partitions and the coordinator down 20 s",
+         partitions=8),
+    Spec("coordinator_moved", coordinator_moved, "the group coordinator moved 4 times"),
+    Spec("commit_errors", commit_errors, "7 OffsetCommit errors injected", quick=True),
+    Spec("unreachable_bootstrap", unreachable_bootstrap,
+         "bootstrap 127.0.0.1:9: must fail within groupJoinTimeoutMs naming servers and group"),
+    Spec("redundant_restart", redundant_restart, "redundant (2 replicas), a member kill -9 and restarted"),
+    Spec("retention_fail", retention_fail, "retention deletes unread records, failOnDataLoss=true: must fail"),
+    Spec("retention_skip", retention_skip,
+         "retention deletes unread records, failOnDataLoss=false: only those missing, reported"),
+]

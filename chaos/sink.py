@@ -1,0 +1,55 @@
+"""The durable sink format shared by Spark members and plain consumers, and its reader.
+
+One file per batch, ``<owner>-<batch>-<uuid>.jsonl``: a header ``{"owner", "batch", "t"}`` then
+one ``[partition, offset, seq]`` line per record. Written to a temporary name and renamed, so a
+killed writer leaves either the whole batch or nothing.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+def write_batch(out: str, owner: str, batch_id: int, rows: Iterable[tuple[int, int, int]]) -> str:
+    lines = [json.dumps({"owner": owner, "batch": batch_id, "t": time.time()})]
+    lines += [json.dumps([p, o, s]) for p, o, s in rows]
+    final = os.path.join(out, f"{owner}-{batch_id}-{uuid.uuid4().hex[:8]}.jsonl")
+    tmp = final + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, final)
+    return final
+
+
+@dataclass(frozen=True)
+class Batch:
+    owner: str  # "<member>-<incarnation>" or a plain consumer's name
+    batch: int
+    t: float
+    rows: tuple[tuple[int, int, int], ...]  # (partition, offset, seq)
+
+    @property
+    def member(self) -> str:
+        """The member across its incarnations ("a" for "a-2")."""
+        return self.owner.rsplit("-", 1)[0]
+
+
+def read_batches(out: str) -> list[Batch]:
+    """Every complete batch file under ``out``, in write order."""
+    batches = []
+    for path in glob.glob(os.path.join(out, "*.jsonl")):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        head = json.loads(lines[0])
+        rows = tuple(tuple(json.loads(ln)) for ln in lines[1:] if ln)
+        batches.append(Batch(head["owner"], int(head["batch"]), float(head["t"]), rows))  # type: ignore[arg-type]
+    batches.sort(key=lambda b: b.t)
+    return batches

@@ -1,0 +1,194 @@
+"""The producer (a unique sequence number per record) and the committed-offset sampler; each runs
+on its own thread for a bounded time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
+
+_QUIET = {"log_level": 0}  # the faults make clients log connection errors by the hundred
+
+
+class SeqProducer:
+    """Writes records ``key = value = str(seq)`` round-robin over the partitions at a steady
+    rate until :meth:`stop_after` or ``seconds`` at most; ``delivered`` maps seq -> (partition,
+    offset) from delivery reports."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, *, rate: float, seconds: float):
+        self.topic, self.partitions, self.rate, self.seconds = topic, partitions, rate, seconds
+        self._producer = Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+            "linger.ms": 5, "message.timeout.ms": 120_000, **_QUIET,
+        })
+        self.delivered: dict[int, tuple[int, int]] = {}
+        self.failed: dict[int, str] = {}
+        self.sent = 0
+        self.finished = False
+        self._until = time.monotonic() + seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
+
+    def start(self) -> SeqProducer:
+        self._thread.start()
+        return self
+
+    def _report(self, seq: int):
+        def cb(err, msg) -> None:
+            if err is not None:
+                self.failed[seq] = str(err)
+            else:
+                self.delivered[seq] = (msg.partition(), msg.offset())
+
+        return cb
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now >= self._until:
+                break
+            elapsed = now - t0
+            due = int(elapsed * self.rate) + 1
+            while self.sent < due:
+                seq = self.sent
+                data = str(seq).encode()
+                try:
+                    self._producer.produce(self.topic, key=data, value=data, partition=seq % self.partitions,
+                                           on_delivery=self._report(seq))
+                except BufferError:
+                    break
+                self.sent += 1
+            self._producer.poll(0.02)
+
+    def stop_after(self, seconds: float) -> None:
+        """End production ``seconds`` from now (or earlier, at the bound given at construction)."""
+        self._until = min(self._until, time.monotonic() + seconds)
+
+    def finish(self, timeout: float = 150.0) -> None:
+        """Wait for the production period to end and every record to be acknowledged."""
+        self._thread.join(max(0.0, self._until - time.monotonic()) + 30)
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.flush(timeout)
+        self.finished = True
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+
+@dataclass
+class Regression:
+    t: float
+    partition: int
+    before: int
+    after: int
+
+
+@dataclass
+class OffsetSampler:
+    """Every ``interval`` s, the group's committed offsets (OffsetFetch from a consumer that never
+    joins); any offset lower than one seen before is a regression."""
+
+    bootstrap: str
+    group: str
+    topic: str
+    partitions: int
+    interval: float = 1.0
+    last: dict[int, int] = field(default_factory=dict)
+    regressions: list[Regression] = field(default_factory=list)
+    samples: int = 0
+    errors: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
+                                   "enable.auto.commit": False, **_QUIET})
+        self._thread = threading.Thread(target=self._run, name="chaos-sampler", daemon=True)
+
+    def start(self) -> OffsetSampler:
+        self._thread.start()
+        return self
+
+    def sample(self) -> dict[int, int] | None:
+        try:
+            tps = self._consumer.committed([TopicPartition(self.topic, p) for p in range(self.partitions)], timeout=5)
+        except KafkaException:
+            self.errors += 1
+            return None
+        now = {tp.partition: tp.offset for tp in tps if tp.error is None and tp.offset not in (OFFSET_INVALID, -1)}
+        with self._lock:
+            self.samples += 1
+            for p, off in now.items():
+                prev = self.last.get(p)
+                if prev is not None and off < prev:
+                    self.regressions.append(Regression(time.time(), p, prev, off))
+                self.last[p] = off if prev is None else max(prev, off)
+        return now
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def watermarks(self) -> dict[int, tuple[int, int]]:
+        out = {}
+        for p in range(self.partitions):
+            try:
+                out[p] = self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5)
+            except KafkaException:
+                pass
+        return out
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+        self._consumer.close()
+
+
+class PlainMember:
+    """A confluent-kafka group member on its own thread, writing each consumed batch to the sink
+    directory in the members' format, then committing it (at-least-once, like the queries)."""
+
+    def __init__(self, owner: str, bootstrap: str, topic: str, group: str, out: str, conf: dict):
+        from chaos.sink import write_batch
+
+        self.owner, self.out = owner, out
+        self._write = write_batch
+        self.acquired: list[int] = []
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", **_QUIET, **conf})
+        self.consumer.subscribe([topic], on_assign=self._on_assign)
+        self.batches = 0
+        self.commit_errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"chaos-{owner}", daemon=True)
+        self._thread.start()
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self.acquired.extend(tp.partition for tp in partitions)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            msgs = [m for m in self.consumer.consume(500, timeout=0.2) if m.error() is None]
+            if not msgs:
+                continue
+            self._write(self.out, self.owner, self.batches,
+                        [(m.partition(), m.offset(), int(m.value())) for m in msgs])
+            self.batches += 1
+            try:
+                self.consumer.commit(asynchronous=False)
+            except KafkaException:
+                self.commit_errors += 1  # fenced by a rebalance: the next owner re-reads (at-least-once)
+
+    def close(self) -> None:
+        """Leave the group (idempotent)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(15)
+        self.consumer.close()

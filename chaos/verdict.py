@@ -1,0 +1,114 @@
+"""What a scenario's records say: lost, deleted, duplicates against the promise, wrong reads.
+Pure: the inputs are the producer's delivery reports, the sinks' batches and the facts the
+scenario recorded (acquisitions, retention points, final committed offsets)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from chaos.sink import Batch
+
+
+@dataclass
+class Tally:
+    produced: int
+    read: int  # distinct produced records read by the union of the members
+    lost: int
+    deleted: int  # deleted by retention before anyone read them (not lost: reported)
+    dup_total: int  # reads beyond the first (per member with `redundant`)
+    dup_max: int  # the most times one record was read (by one member with `redundant`)
+    wrong: int  # a read whose (partition, offset) is not where the record was acknowledged
+    dup_breaches: list[str] = field(default_factory=list)
+    lost_examples: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, partition, offset)
+    deleted_records: list[tuple[int, int]] = field(default_factory=list)  # (partition, offset)
+
+
+def tally(
+    produced: Mapping[int, tuple[int, int]],
+    batches: Sequence[Batch],
+    *,
+    acquisitions: Mapping[str, Counter],
+    deleted_before: Mapping[int, int] | None = None,
+    counted_below: Mapping[int, int | None] | None = None,
+    per_member: bool = False,
+) -> Tally:
+    """``acquisitions``: member -> partition -> how many times it acquired the partition (from
+    its logs). ``deleted_before``: partition -> retention point. ``counted_below``: when the
+    query was expected to stop with a failure, only records below these offsets (the group's
+    final commits; None: nothing committed) can be lost. ``per_member``: `redundant` reads each
+    record once per replica by design, so duplicates count re-reads by the same member."""
+    deleted_before = deleted_before or {}
+    reads: Counter = Counter()  # (slot, seq)
+    wrong = 0
+    for b in batches:
+        slot = b.member if per_member else "group"
+        for p, o, s in b.rows:
+            if s in produced and produced[s] != (p, o):
+                wrong += 1
+            reads[(slot, s)] += 1
+    seen = {s for _slot, s in reads}
+    lost, deleted = [], []
+    for s, (p, o) in produced.items():
+        if s in seen:
+            continue
+        if o < deleted_before.get(p, -1):
+            deleted.append((p, o))
+            continue
+        if counted_below is not None and (counted_below.get(p) is None or o >= counted_below[p]):
+            continue
+        lost.append((s, p, o))
+    lost.sort(key=lambda x: (x[1], x[2]))
+    dup_total = sum(n - 1 for n in reads.values())
+    dup_max = max(reads.values(), default=0)
+    return Tally(
+        produced=len(produced), read=len(seen & produced.keys()), lost=len(lost), deleted=len(deleted),
+        dup_total=dup_total, dup_max=dup_max, wrong=wrong,
+        dup_breaches=_promise_breaches(produced, batches, reads, acquisitions, per_member),
+        lost_examples=lost[:10], deleted_records=sorted(deleted),
+    )
+
+
+def unreported(deleted: list[tuple[int, int]], reported: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """Deleted records no reported skip range ``(partition, from, until)`` covers."""
+    return [(p, o) for p, o in deleted if not any(rp == p and lo <= o < hi for rp, lo, hi in reported)]
+
+
+def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> list[str]:
+    """The promise: duplicates are bounded by one micro-batch per partition handover. For each
+    reader slot and partition, the records read more than once must come from at most
+    ``handovers`` distinct batches (by the batch that read them first), and no record may be
+    read more than 1 + handovers times. Handovers of a partition: the times it was acquired
+    after the first (from the members' logs), or, if more, the changes of owner (member
+    incarnation or plain consumer) between consecutive batches reading it."""
+    slot_of = (lambda b: b.member) if per_member else (lambda b: "group")
+    owners: dict[tuple[str, int], list[str]] = defaultdict(list)
+    first_batch: dict[tuple[str, int], int] = {}  # (slot, seq) -> index of the batch that read it first
+    for i, b in enumerate(batches):
+        slot = slot_of(b)
+        for p in sorted({p for p, _o, _s in b.rows}):
+            if not owners[(slot, p)] or owners[(slot, p)][-1] != b.owner:
+                owners[(slot, p)].append(b.owner)
+        for _p, _o, s in b.rows:
+            first_batch.setdefault((slot, s), i)
+    reread_batches: dict[tuple[str, int], set[int]] = defaultdict(set)
+    excess: dict[tuple[str, int], int] = defaultdict(int)
+    most: dict[tuple[str, int], int] = defaultdict(int)
+    for (slot, s), n in reads.items():
+        if n < 2 or s not in produced:
+            continue
+        key = (slot, produced[s][0])
+        excess[key] += n - 1
+        most[key] = max(most[key], n)
+        reread_batches[key].add(first_batch[(slot, s)])
+    out = []
+    for key in sorted(excess):
+        slot, p = key
+        acq = sum(c.get(p, 0) for m, c in acquisitions.items() if not per_member or m == slot)
+        handovers = max(acq - 1, len(owners[key]) - 1, 0)
+        if len(reread_batches[key]) > handovers or most[key] > 1 + handovers:
+            who = f"member {slot}, " if per_member else ""
+            out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) of "
+                       f"{len(reread_batches[key])} batches with {handovers} handovers")
+    return out

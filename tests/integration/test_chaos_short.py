@@ -1,0 +1,33 @@
+"""The chaos suite's short version (``python -m chaos --quick``): a few fault scenarios run end
+to end as ``make chaos`` runs them (member processes, producer, committed-offset sampler), and
+the suite's exit code and results file must say that every one passed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.integration  # starts its own brokers and Spark members
+
+
+def test_quick_chaos_scenarios_pass(tmp_path):
+    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
+        pytest.skip("the chaos scenarios inject faults into the embedded mock broker")
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos", "--quick", "--workdir", str(tmp_path / "w"), "--json", str(results)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+    )
+    report = proc.stdout[-6000:] + proc.stderr[-2000:]
+    rows = json.loads(results.read_text())["rows"]
+    assert [r["scenario"] for r in rows] == ["cooperative_churn", "driver_kill9", "commit_errors"], report
+    for r in rows:
+        assert r["produced"] > 0 and r["read"] == r["produced"], report
+    assert all(r["ok"] for r in rows), report
+    assert proc.returncode == 0, report

@@ -1,0 +1,65 @@
+"""The chaos suite's judge: lost, deleted, duplicates against one micro-batch per handover."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from chaos.sink import Batch
+from chaos.verdict import tally
+
+# 8 records, seq s at partition s % 2, offset s // 2
+PRODUCED = {s: (s % 2, s // 2) for s in range(8)}
+
+
+def _rows(*seqs):
+    return tuple((s % 2, s // 2, s) for s in seqs)
+
+
+def test_all_read_once():
+    t = tally(PRODUCED, [Batch("a-1", 0, 1.0, _rows(*range(8)))], acquisitions={"a": Counter({0: 1, 1: 1})})
+    assert (t.produced, t.read, t.lost, t.dup_total, t.dup_max, t.wrong) == (8, 8, 0, 0, 1, 0)
+    assert not t.dup_breaches
+
+
+def test_lost_and_deleted_are_told_apart():
+    batches = [Batch("a-1", 0, 1.0, _rows(0, 1, 6, 7))]
+    t = tally(PRODUCED, batches, acquisitions={}, deleted_before={0: 2})  # seq 2 (p0, o1) deleted
+    assert t.deleted == 1
+    assert t.lost == 3 and sorted(x[0] for x in t.lost_examples) == [3, 4, 5]
+
+
+def test_expected_failure_counts_only_below_the_commits():
+    t = tally(PRODUCED, [Batch("a-1", 0, 1.0, _rows(0, 1))], acquisitions={}, counted_below={0: 2, 1: None})
+    assert t.lost == 1 and t.lost_examples[0][0] == 2
+
+
+def test_one_batch_per_handover_is_within_the_promise():
+    batches = [Batch("a-1", 0, 1.0, _rows(0, 2)), Batch("a-1", 1, 2.0, _rows(4, 6)),
+               Batch("b-1", 0, 3.0, _rows(4, 6))]  # b re-reads a's last uncommitted batch
+    t = tally({s: PRODUCED[s] for s in (0, 2, 4, 6)}, batches, acquisitions={"a": Counter({0: 1}), "b": Counter({0: 1})})
+    assert (t.dup_total, t.dup_max) == (2, 2) and not t.dup_breaches
+
+
+def test_rereads_without_a_handover_break_the_promise():
+    batches = [Batch("a-1", 0, 1.0, _rows(0, 2)), Batch("a-1", 1, 2.0, _rows(0, 2))]
+    t = tally({0: (0, 0), 2: (0, 1)}, batches, acquisitions={"a": Counter({0: 1})})
+    assert t.dup_breaches and "partition 0" in t.dup_breaches[0]
+
+
+def test_more_than_one_batch_per_handover_breaks_the_promise():
+    batches = [Batch("a-1", 0, 1.0, _rows(0)), Batch("a-1", 1, 2.0, _rows(2)),
+               Batch("b-1", 0, 3.0, _rows(0, 2))]  # b re-reads two of a's batches
+    t = tally({0: (0, 0), 2: (0, 1)}, batches, acquisitions={"a": Counter({0: 1}), "b": Counter({0: 1})})
+    assert t.dup_breaches
+
+
+def test_redundant_replicas_are_not_duplicates():
+    batches = [Batch("a-1", 0, 1.0, _rows(*range(8))), Batch("b-1", 0, 1.5, _rows(*range(8)))]
+    acq = {"a": Counter({0: 1, 1: 1}), "b": Counter({0: 1, 1: 1})}
+    assert tally(PRODUCED, batches, acquisitions=acq, per_member=True).dup_total == 0
+    assert tally(PRODUCED, batches, acquisitions=acq).dup_total == 8
+
+
+def test_a_read_at_the_wrong_place_is_counted():
+    t = tally({0: (0, 0)}, [Batch("a-1", 0, 1.0, ((0, 5, 0),))], acquisitions={})
+    assert t.wrong == 1
