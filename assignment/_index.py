@@ -140,21 +140,3 @@ class PartitionSpace:
                 if m >= 0:
                     appends[m](i)
         return outs
-
-    def build(self, owner: list[int], n_members: int, skip: set[int] | None = None
-              ) -> list[list[TopicPartition]]:
-        """Per member (by number) its partitions in TopicPartition order, from an owner array."""
-        outs: list[list[TopicPartition]] = [[] for _ in range(n_members)]
-        appends = [o.append for o in outs]
-        for topic, off, n in zip(self.topics, self.offsets, self.counts, strict=True):
-            tps = topic_partitions(topic, n)
-            seg = owner[off : off + n]
-            if skip:
-                for p, m in enumerate(seg):
-                    if m >= 0 and off + p not in skip:
-                        appends[m](tps[p])
-            else:
-                for p, m in enumerate(seg):
-                    if m >= 0:
-                        appends[m](tps[p])
-        return outs

@@ -92,8 +92,9 @@ def _resolve_owned(
     """
     claims_all = [space.indices(md.partitions) if (md := member_data.get(mid)) is not None else []
                   for mid in members]
-    every = list(chain.from_iterable(claims_all))
-    if len(set(every)) == len(every):  # nobody claims a partition twice: nothing to resolve
+    marks = bytearray(space.total)  # nobody claims a partition twice: nothing to resolve
+    deque(map(marks.__setitem__, chain.from_iterable(claims_all), repeat(1)), maxlen=0)
+    if marks.count(1) == sum(map(len, claims_all)):
         return claims_all, set()
     n = space.total
     holder = [-1] * n
