@@ -16,6 +16,7 @@ one task per partition that has new records. From Spark's progress of each batch
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -56,6 +57,13 @@ def _wait_batches(q, after: int, n: int, deadline: float) -> int:
             return done[n - 1]
         time.sleep(1.0)
     return max((p["batchId"] for p in q.recentProgress), default=after)
+
+
+def _partitions_read(progress: dict) -> int:
+    """Partitions whose range in the batch's end offset is non-empty (each becomes one task)."""
+    end = progress["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    return sum(1 for parts in end["ranges"].values() for lo, hi in parts.values() if hi > lo)
 
 
 def main(argv=None) -> int:
@@ -102,6 +110,7 @@ def main(argv=None) -> int:
               "too busy, or raise --rate")
         return 1
     rows = [p["numInputRows"] for p in batches]
+    tasks = statistics.mean(_partitions_read(p) for p in batches)
     part_ms = {k: statistics.mean(p["durationMs"].get(k, 0) for p in batches) for k in (*DRIVER_PARTS, "addBatch")}
     trigger_ms = statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in batches)
     driver = sum(part_ms[k] for k in DRIVER_PARTS)
@@ -115,6 +124,8 @@ def main(argv=None) -> int:
     print(f"  {'driver total':<38}{driver:>9.1f}")
     print(f"  {'fetch (addBatch)':<38}{fetch:>9.1f}")
     print(f"  {'triggerExecution':<38}{trigger_ms:>9.1f}")
+    print(f"{tasks:.1f} partitions with new records per batch (one task each): fetch {fetch / tasks:.0f} ms "
+          f"per task")
     print(f"CPU: {meter.cpu / max(1, len(progress)) * 1000:.0f} ms per micro-batch over the measured run "
           f"(Spark JVM, Python workers and the bench process with its producer; broker excluded)")
     print(f"ratio driver (planning + commit) / fetch: {driver / fetch:.2f}")
