@@ -46,14 +46,9 @@ from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ran
 
 log = logging.getLogger("spark_groupsource.stream")
 
-try:  # Spark >= 4.2: admission control for Python streaming readers
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
+try:  # Spark >= 4.2: admission control for Python streaming readers (limits: admission.py)
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 except ImportError:  # pragma: no cover - pyproject requires >= 4.2.1
-    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 EMPTY = StreamOffset({})
