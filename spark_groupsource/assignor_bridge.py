@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.coordinator.assignors.abstract import RebalanceProtocol as KpRebalanceProtocol
+from kafka.structs import TopicPartition as KpTP
 
 from assignment import protocol
 from assignment.base import Assignor
@@ -94,15 +95,12 @@ def cluster_snapshot(kp_cluster, topics: set[str], want_racks: bool = True) -> C
             counts[topic] = max(ids) + 1
     if not want_racks or not any(getattr(b, "rack", None) for b in kp_cluster.brokers()):
         return ClusterMetadata(counts, racks)
-    parts = getattr(kp_cluster, "_partitions", {})
+    # public API only (is_replica_node): kafka_group.py is the one module touching internals
+    with_racks = [(b.node_id, b.rack) for b in kp_cluster.brokers() if getattr(b, "rack", None)]
     for topic in counts:
-        for p, meta in parts.get(topic, {}).items():
-            replica_racks = set()
-            for node in getattr(meta, "replica_nodes", None) or ():
-                broker = kp_cluster.broker_metadata(node)
-                rack = getattr(broker, "rack", None) if broker is not None else None
-                if rack:
-                    replica_racks.add(rack)
+        for p in kp_cluster.partitions_for_topic(topic) or ():
+            kp_tp = KpTP(topic, p)
+            replica_racks = {rack for node, rack in with_racks if kp_cluster.is_replica_node(kp_tp, node)}
             if replica_racks:
                 racks[TopicPartition(topic, p)] = frozenset(replica_racks)
     return ClusterMetadata(counts, racks)

@@ -335,6 +335,9 @@ class MockControl:
     def set_rtt(self, broker_id: int, ms: int) -> None:
         self._call("set_rtt", broker_id=int(broker_id), ms=int(ms))
 
+    def set_rack(self, broker_id: int, rack: str) -> None:
+        self._call("set_rack", broker_id=int(broker_id), rack=str(rack))
+
     def delete_topic(self, name: str) -> None:
         """Delete a topic and its records (then ``DevBroker.create_topic`` may recreate it, for
         example with more partitions: neither test broker implements CreatePartitions)."""

@@ -54,6 +54,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_broker_set_down": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_up": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_rtt": (c_int, [c_void_p, c_int32, c_int]),
+    "rd_kafka_mock_broker_set_rack": (c_int, [c_void_p, c_int32, c_char_p]),
     "rd_kafka_mock_coordinator_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int32]),
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [c_void_p, c_int32]),
     "rd_kafka_mock_set_apiversion": (c_int, [c_void_p, c_int16, c_int16, c_int16]),
@@ -228,6 +229,12 @@ class MockCluster:
         self._check(
             f"set_rtt({broker_id}, {ms})",
             self._lib.rd_kafka_mock_broker_set_rtt(self._cluster(), int(broker_id), int(ms)),
+        )
+
+    def set_rack(self, broker_id: int, rack: str) -> None:
+        self._check(
+            f"set_rack({broker_id}, {rack!r})",
+            self._lib.rd_kafka_mock_broker_set_rack(self._cluster(), int(broker_id), rack.encode()),
         )
 
     def set_coordinator(self, group_id: str, broker_id: int) -> None:

@@ -547,6 +547,7 @@ _MOCK_OPS = frozenset(
         "broker_down",
         "broker_up",
         "set_rtt",
+        "set_rack",
         "set_coordinator",
         "set_group_initial_rebalance_delay_ms",
         "set_apiversion",
