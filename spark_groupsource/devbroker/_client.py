@@ -347,6 +347,15 @@ class MockControl:
     def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
         self._call("set_group_initial_rebalance_delay_ms", ms=int(ms))
 
+    def set_group_consumer_session_timeout_ms(self, ms: int) -> None:
+        """KIP-848 (``group.protocol=consumer``) groups: the broker-owned session timeout
+        (the mock's default is 30000; members created afterwards use the new value)."""
+        self._call("set_group_consumer_session_timeout_ms", ms=int(ms))
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """KIP-848 groups: the heartbeat interval the broker hands its members (default 3000)."""
+        self._call("set_group_consumer_heartbeat_interval_ms", ms=int(ms))
+
     def set_apiversion(self, api_key: int, min_version: int, max_version: int) -> None:
         """Limit the advertised version range of an API (-1, -1 disables it)."""
         self._call(

@@ -56,6 +56,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_broker_set_rtt": (c_int, [c_void_p, c_int32, c_int]),
     "rd_kafka_mock_coordinator_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int32]),
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [c_void_p, c_int32]),
+    # KIP-848 ("consumer" protocol) groups
+    "rd_kafka_mock_set_group_consumer_session_timeout_ms": (None, [c_void_p, c_int]),
+    "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": (None, [c_void_p, c_int]),
     "rd_kafka_mock_set_apiversion": (c_int, [c_void_p, c_int16, c_int16, c_int16]),
     "rd_kafka_mock_partition_set_leader": (c_int, [c_void_p, c_char_p, c_int32, c_int32]),
     "rd_kafka_mock_topic_set_error": (None, [c_void_p, c_char_p, c_int]),
@@ -229,6 +232,14 @@ class MockCluster:
 
     def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
         self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster(), int(ms))
+
+    def set_group_consumer_session_timeout_ms(self, ms: int) -> None:
+        """KIP-848 groups: the broker-owned session timeout (group.consumer.session.timeout.ms)."""
+        self._lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(self._cluster(), int(ms))
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """KIP-848 groups: the heartbeat interval the broker hands its members."""
+        self._lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(self._cluster(), int(ms))
 
     def set_apiversion(self, api_key: int, min_version: int, max_version: int) -> None:
         rc = self._lib.rd_kafka_mock_set_apiversion(

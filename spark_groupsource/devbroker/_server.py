@@ -549,6 +549,8 @@ _MOCK_OPS = frozenset(
         "set_rtt",
         "set_coordinator",
         "set_group_initial_rebalance_delay_ms",
+        "set_group_consumer_session_timeout_ms",
+        "set_group_consumer_heartbeat_interval_ms",
         "set_apiversion",
         "set_partition_leader",
         "set_topic_error",
