@@ -322,6 +322,13 @@ class MockControl:
         """The next ``len(errors)`` requests with ``api_key`` fail with these codes, in order."""
         self._call("push_request_errors", api_key=int(api_key), errors=[int(e) for e in errors])
 
+    def push_broker_request_error(self, broker_id: int, api_key: int, error: int, rtt_ms: int = 0) -> None:
+        """The next request with ``api_key`` to broker ``broker_id`` fails with ``error``; its
+        response is held back ``rtt_ms``. The broker acts at once (a fencing error on a
+        ConsumerGroupHeartbeat drops the member), the client learns it only after the delay."""
+        self._call("push_broker_request_error", broker_id=int(broker_id), api_key=int(api_key),
+                   error=int(error), rtt_ms=int(rtt_ms))
+
     def clear_request_errors(self, api_key: int) -> None:
         self._call("clear_request_errors", api_key=int(api_key))
 

@@ -51,6 +51,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_topic_delete": (c_int, [c_void_p, c_char_p]),
     "rd_kafka_mock_push_request_errors_array": (None, [c_void_p, c_int16, c_size_t, _c_int_p]),
     "rd_kafka_mock_clear_request_errors": (None, [c_void_p, c_int16]),
+    # variadic: (rd_kafka_resp_err_t err, int rtt_ms) pairs follow, passed as c_int
+    "rd_kafka_mock_broker_push_request_error_rtts": (c_int, [c_void_p, c_int32, c_int16, c_size_t]),
     "rd_kafka_mock_broker_set_down": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_up": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_rtt": (c_int, [c_void_p, c_int32, c_int]),
@@ -202,6 +204,14 @@ class MockCluster:
         self._lib.rd_kafka_mock_push_request_errors_array(
             self._cluster(), int(api_key), len(errors), arr
         )
+
+    def push_broker_request_error(self, broker_id: int, api_key: int, error: int, rtt_ms: int) -> None:
+        """The next request with ``api_key`` to this broker fails with ``error``, its response
+        held back ``rtt_ms`` (the broker acts on the error at once, the client learns it late)."""
+        rc = self._lib.rd_kafka_mock_broker_push_request_error_rtts(
+            self._cluster(), int(broker_id), int(api_key), 1, c_int(int(error)), c_int(int(rtt_ms))
+        )
+        self._check(f"push_broker_request_error({broker_id}, {api_key})", rc)
 
     def clear_request_errors(self, api_key: int) -> None:
         self._lib.rd_kafka_mock_clear_request_errors(self._cluster(), int(api_key))

@@ -543,6 +543,7 @@ class _Server:
 _MOCK_OPS = frozenset(
     {
         "push_request_errors",
+        "push_broker_request_error",
         "clear_request_errors",
         "broker_down",
         "broker_up",

@@ -1,0 +1,262 @@
+"""The KIP-848 member (``kafka.group.protocol=consumer``) against librdkafka's mock cluster.
+
+Our member and librdkafka consumers with ``group.protocol=consumer`` in one group: disjoint
+shares, no Fetch from the member, the revoke barrier (a revoked partition moves only after its
+in-flight batch committed; the others keep flowing), a commit refused after the member was
+fenced, static restart, and coordinator errors on commit. Tansu does not serve
+ConsumerGroupHeartbeat, so these run on the mock only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError
+
+from assignment.model import TopicPartition
+from spark_groupsource.consumer_member import ConsumerProtocolConfig, ConsumerProtocolMembership
+from tests.helpers import committed_offsets, produce_keyed, wait_until
+
+FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
+HEARTBEAT_MS, SESSION_MS = 300, 6000
+
+
+@pytest.fixture
+def kip848(mock_broker: Any) -> Any:
+    """The mock with fast KIP-848 heartbeats (its defaults: 3 s heartbeat, 30 s session)."""
+    mock_broker.mock.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
+    mock_broker.mock.set_group_consumer_session_timeout_ms(SESSION_MS)
+    return mock_broker
+
+
+def member(broker: Any, group: str, topic: str, **cfg: Any) -> ConsumerProtocolMembership:
+    return ConsumerProtocolMembership(
+        ConsumerProtocolConfig(group_id=group, topics=(topic,), client_config={
+            "bootstrap.servers": broker.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000, **cfg),
+        drain_timeout_s=15,
+    )
+
+
+class Peer:
+    """A librdkafka consumer in the same group (``group.protocol=consumer``) that reads and
+    records every record, with its assignment history; polled from its own thread."""
+
+    def __init__(self, broker: Any, group: str, topic: str):
+        self.records: list[tuple[int, int]] = []
+        self.assigned: set[int] = set()
+        self.events: list[tuple[str, tuple[int, ...]]] = []
+        self._c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                            "group.protocol": "consumer", "enable.auto.commit": False,
+                            "auto.offset.reset": "earliest", "log_level": 3})
+        self._c.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _assign(self, c: Any, parts: list[Any]) -> None:
+        self.assigned |= {p.partition for p in parts}
+        self.events.append(("assign", tuple(sorted(p.partition for p in parts))))
+
+    def _revoke(self, c: Any, parts: list[Any]) -> None:
+        self.assigned -= {p.partition for p in parts}
+        self.events.append(("revoke", tuple(sorted(p.partition for p in parts))))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            m = self._c.poll(0.2)
+            if m is not None and m.error() is None:
+                self.records.append((m.partition(), m.offset()))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._c.close()
+
+
+def parts(tps: Any) -> set[int]:
+    return {tp.partition for tp in tps}
+
+
+def test_shares_partitions_disjointly_and_never_fetches(kip848, unique_name):
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 200, partitions=4)
+    m = member(kip848, group, topic)
+    m.start()
+    peer = None
+    try:
+        assert m.wait_for_assignment(20)
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        kip848.mock.start_request_tracking()
+        time.sleep(2)  # several heartbeats of a member holding 4 partitions with 200 records
+        kip848.mock.stop_request_tracking()
+        seen = Counter(api for _, api in kip848.mock.requests())
+        kip848.mock.clear_requests()
+        assert seen[CONSUMER_GROUP_HEARTBEAT] >= 2, seen
+        assert seen[FETCH] == 0, f"the membership-only member fetched: {seen}"
+
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
+                   and not m.snapshot().revoking, 30, message="a disjoint split of 4 partitions")
+        ours = parts(m.snapshot().owned)
+        assert ours and peer.assigned and not (ours & peer.assigned)
+        assert ours | peer.assigned == {0, 1, 2, 3}
+        assert m.snapshot().protocol == "consumer" and m.snapshot().generation > 0
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_handover_waits_for_the_inflight_batch_and_loses_nothing(kip848, unique_name):
+    """A revoked partition moves only after the batch reading it completed and committed; the
+    peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 400, partitions=4)  # 100 per partition
+    m = member(kip848, group, topic)
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        owned = m.snapshot().owned
+        assert m.batch_planned(owned)  # a batch reading [0, 60) of every partition is in flight
+        peer = Peer(kip848, group, topic)
+        revoking = wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
+        kept = set(owned) - set(revoking)
+        time.sleep(2)  # the barrier holds: the peer gets nothing while our batch runs
+        assert not peer.assigned and not peer.records
+        assert not m.batch_planned(revoking), "a batch over partitions being revoked was accepted"
+        result = m.commit({tp: 60 for tp in owned}, owned)
+        assert result.committed == frozenset(owned), result
+        m.batch_completed()
+        wait_until(lambda: peer.assigned == parts(revoking), 20, message="the peer to get the revoked partitions")
+        assert m.batch_planned(kept), "partitions we keep must keep flowing"
+        m.batch_completed()
+        wait_until(lambda: len(peer.records) == 40 * len(revoking), 20, message="the peer to read the rest")
+        by_partition: dict[int, list[int]] = {}
+        for p, off in peer.records:
+            by_partition.setdefault(p, []).append(off)
+        assert {p: sorted(o) for p, o in by_partition.items()} == {p: list(range(60, 100)) for p in parts(revoking)}
+        assert set(m.snapshot().owned) == kept
+        assert m.counters.drain_timeouts == 0
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(kip848, unique_name):
+    """The broker fences the member while its batch runs; the member learns it only 5 s later.
+    The batch's commit in that window is refused by the broker (the member is unknown there),
+    none of its offsets land, the partitions are marked lost at once; the member then rejoins
+    with new acquisition serials, and a commit planned under the old ones is skipped."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 40, partitions=4)
+    m = member(kip848, group, topic)
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        before = m.snapshot()
+        assert m.batch_planned(before.owned)
+        kip848.mock.clear_requests()
+        kip848.mock.start_request_tracking()
+        # the next heartbeat fences the member on the broker; the answer is held back 5 s
+        kip848.mock.push_broker_request_error(1, CONSUMER_GROUP_HEARTBEAT, KafkaError.FENCED_MEMBER_EPOCH, 5000)
+        wait_until(lambda: any(api == CONSUMER_GROUP_HEARTBEAT for _, api in kip848.mock.requests()), 5,
+                   interval=0.02, message="the fencing heartbeat to reach the broker")
+        kip848.mock.stop_request_tracking()
+        result = m.commit({tp: 10 for tp in before.owned}, before.owned)
+        m.batch_completed()
+        assert not result.committed, result
+        assert result.lost == frozenset(before.owned), result
+        assert "UNKNOWN_MEMBER_ID" in (result.error or "") or "Unknown member" in (result.error or ""), result
+        assert m.counters.fenced_commits == 1 and m.counters.partitions_lost == 4
+        assert not m.snapshot().owned, "lost partitions must stop being planned at once"
+        assert committed_offsets(kip848.bootstrap, group, topic, 4) == {p: None for p in range(4)}
+        # back in the group under a new epoch, with new serials
+        wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="a rejoin")
+        after = m.snapshot()
+        assert all(after.owned[tp] != before.owned[tp] for tp in after.owned)
+        stale = m.commit({tp: 10 for tp in before.owned}, before.owned)
+        assert not stale.committed and stale.skipped == frozenset(before.owned), stale
+        assert committed_offsets(kip848.bootstrap, group, topic, 4) == {p: None for p in range(4)}
+        fresh = m.commit({tp: 10 for tp in after.owned}, after.owned)
+        assert fresh.committed == frozenset(after.owned), fresh
+    finally:
+        m.close()
+
+
+def test_static_member_restart_keeps_its_partitions(kip848, unique_name):
+    """A static member that closes and comes back within the session keeps its partitions; the
+    other member sees no rebalance."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
+                   and not m.snapshot().revoking, 30, message="a disjoint split")
+        ours, events = set(m.snapshot().owned), list(peer.events)
+        m.close()
+        time.sleep(1.0)  # a restart inside the 6 s session
+        m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+        m.start()
+        wait_until(lambda: set(m.snapshot().owned) == ours, 20, message="the same partitions back")
+        time.sleep(2 * HEARTBEAT_MS / 1000 + 0.5)
+        assert peer.events == events, "the other member saw a rebalance"
+        assert set(m.snapshot().owned) == ours
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, unique_name):
+    """Coordinator errors on OffsetCommit: nothing is lost, the offsets are kept and land with
+    the next flush while the partitions stay ours."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 2)
+    m = member(kip848, group, topic)
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
+        owned = m.snapshot().owned
+        kip848.mock.push_request_errors(OFFSET_COMMIT, [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 3)
+        first = m.commit({tp: 5 for tp in owned}, owned)
+        assert first.failed == frozenset(owned) and not first.lost, first
+        assert m.pending() == {tp: 5 for tp in owned}
+        result = wait_until(lambda: (r := m.flush_pending()) is not None and r.committed and r, 15,
+                            message="a resend to land")
+        assert result.committed == frozenset(owned)
+        assert committed_offsets(kip848.bootstrap, group, topic, 2) == {0: 5, 1: 5}
+        assert m.pending() == {}
+    finally:
+        kip848.mock.clear_request_errors(OFFSET_COMMIT)
+        m.close()
+
+
+def test_topic_pattern_subscription(kip848, unique_name):
+    prefix = unique_name("pat").replace(".", "-")
+    a, b = f"{prefix}-a", f"{prefix}-b"
+    kip848.create_topic(a, 2)
+    kip848.create_topic(b, 2)
+    kip848.create_topic(f"x{prefix}-c", 2)  # not a whole-name match
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=unique_name("group"), pattern=f"{prefix}-.*",
+        client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="both matching topics")
+        assert {tp.topic for tp in m.snapshot().owned} == {a, b}
+        assert TopicPartition(a, 0) in m.snapshot().owned
+    finally:
+        m.close()
