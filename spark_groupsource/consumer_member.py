@@ -497,3 +497,37 @@ class ConsumerProtocolMembership:
         return (f"group {self.config.group_id!r} (consumer protocol): member_id={self._member_id!r} "
                 f"epoch={self._epoch} assignment_seen={self._assigned.is_set()} owned={len(self._book.owned())} "
                 f"revoking={len(self._book.revoking())} error={self._error!r}")
+
+
+# Properties the member sets itself (typed options) or that do not apply to a membership-only client.
+_NOT_PASSED = frozenset({
+    "group.id", "group.protocol", "group.protocol.type", "group.remote.assignor", "group.instance.id",
+    "client.rack", "max.poll.interval.ms", "enable.auto.commit", "enable.auto.offset.store",
+    "auto.offset.reset", "isolation.level", "session.timeout.ms", "heartbeat.interval.ms",
+    "partition.assignment.strategy", "enable.partition.eof",
+})
+
+
+def consumer_membership(opts: Any, *, drain_timeout_s: float | None = None) -> ConsumerProtocolMembership:
+    """The KIP-848 member for parsed stream or batch options (``kafka.group.protocol=consumer``).
+
+    Every other ``kafka.*`` property (security, SASL, SSL, client.id, timeouts) goes to
+    librdkafka as given, as for the executors' fetchers."""
+    sub = opts.subscription
+    client = {k: v for k, v in opts.kafka_params.items() if k not in _NOT_PASSED}
+    client["bootstrap.servers"] = opts.bootstrap_servers
+    client.setdefault("log_level", 4)
+    return ConsumerProtocolMembership(
+        ConsumerProtocolConfig(
+            group_id=opts.group_id or "",
+            topics=tuple(getattr(sub, "topics", ())),
+            pattern=getattr(sub, "pattern", None),
+            remote_assignor=opts.remote_assignor,
+            group_instance_id=opts.group_instance_id,
+            client_rack=opts.client_rack,
+            client_config=client,
+            rebalance_timeout_ms=opts.max_poll_interval_ms or 300_000,
+            join_timeout_ms=opts.group_join_timeout_ms,
+        ),
+        drain_timeout_s=drain_timeout_s,
+    )
