@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 
 from assignment.model import TopicPartition
+from helpers import committed_offsets, produce_keyed, wait_until
 from spark_groupsource.consumer_member import ConsumerProtocolConfig, ConsumerProtocolMembership
-from tests.helpers import committed_offsets, produce_keyed, wait_until
 
 FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
 HEARTBEAT_MS, SESSION_MS = 300, 6000
@@ -260,3 +260,71 @@ def test_topic_pattern_subscription(kip848, unique_name):
         assert TopicPartition(a, 0) in m.snapshot().owned
     finally:
         m.close()
+
+
+def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, unique_name, tmp_path):
+    """readStream with kafka.group.protocol=consumer: the query reads everything alone, then a
+    librdkafka consumer joins; the broker moves partitions to it only after the query's batch
+    committed, it continues exactly at the query's commits, and each new record is read by the
+    one member owning its partition: every record once, commits at the ends."""
+    from test_stream_support import (
+        duplicates,
+        ends,
+        owned_partitions,
+        process_all,
+        produce,
+        rows,
+        stop,
+        table_name,
+    )
+
+    topic, group, name = unique_name("topic"), unique_name("group"), None
+    kip848.create_topic(topic, 4)
+    produced = produce(kip848.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "kip848")
+    df = (spark.readStream.format("groupkafka")
+          .option("kafka.bootstrap.servers", kip848.bootstrap).option("kafka.group.id", group)
+          .option("subscribe", topic).option("kafka.group.protocol", "consumer")
+          .option("kafka.group.remote.assignor", "range").option("kafka.auto.offset.reset", "earliest")
+          .option("kafka.max.poll.interval.ms", "60000").load())
+    query = (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())
+    peer = None
+    try:
+        wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 40, 120, interval=0.5,
+                   message="the query to read the first 40 records")
+        assert {(r[1], r[2]) for r in rows(spark, name)} == {(r.partition, r.offset) for r in produced}
+        wait_until(lambda: committed_offsets(kip848.bootstrap, group, topic, 4) == ends(produced), 30,
+                   message="the query to commit the first batch")
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: peer.assigned and (process_all(query) or True)
+                   and (owned_partitions(query) or set()).isdisjoint(peer.assigned), 60, interval=0.5,
+                   message="the peer to get partitions")
+        theirs = set(peer.assigned)
+        before = len(rows(spark, name))
+        more = produce(kip848.bootstrap, topic, 40, 4, start=40)
+        produced += more
+
+        def all_read() -> bool:
+            process_all(query)
+            return len(rows(spark, name)) - before + len(peer.records) >= len(more)
+
+        wait_until(all_read, 90, interval=0.5, message="the query and the peer to read the new records")
+        ours_new = rows(spark, name)[before:]
+        assert {r[1] for r in ours_new}.isdisjoint(theirs)
+        assert {p for p, _ in peer.records} <= theirs
+        got = {(r[1], r[2]) for r in rows(spark, name)} | set(peer.records)
+        assert got == {(r.partition, r.offset) for r in produced}, "records lost"
+        assert not duplicates(rows(spark, name)), "the query read a record twice"
+        assert not {(r[1], r[2]) for r in rows(spark, name)} & set(peer.records), "read by both members"
+        first = {p: min(o for q, o in peer.records if q == p) for p in theirs}
+        assert first == {p: 10 for p in theirs}, "the peer must continue at the query's commits"
+        mine = sorted(set(range(4)) - theirs)
+        want = {p: o for p, o in ends(produced).items() if p in mine}
+        wait_until(lambda: process_all(query) or committed_offsets(kip848.bootstrap, group, topic, mine) == want,
+                   30, interval=0.5, message="the query to commit its partitions' ends")
+    finally:
+        stop(query)
+        if peer is not None:
+            peer.close()
