@@ -328,3 +328,28 @@ def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, un
         stop(query)
         if peer is not None:
             peer.close()
+
+
+def test_coordinated_backfill_in_consumer_mode(kip848, unique_name):
+    """A group-coordinated backfill joins as a KIP-848 member, plans only what the broker
+    assigned to it (the rest stays with the librdkafka consumer) and commits those ends."""
+    from spark_groupsource.backfill import BackfillPlan
+
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 40, partitions=4)
+    peer = Peer(kip848, group, topic)
+    try:
+        wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to own everything")
+        options = {"kafka.bootstrap.servers": kip848.bootstrap, "kafka.group.id": group, "subscribe": topic,
+                   "kafka.group.protocol": "consumer", "groupCoordinated": "true", "commitOffsets": "true"}
+        with BackfillPlan.resolve(options, settle_s=2 * HEARTBEAT_MS / 1000 + 1, assignment_timeout_s=60) as plan:
+            planned = {r.partition for r in plan.ranges if r.size > 0}
+            assert len(planned) == 2 and planned.isdisjoint(peer.assigned), (planned, peer.assigned)
+            assert all((r.start, r.until) == (0, 10) for r in plan.ranges if r.size > 0)
+            result = plan.commit()
+        assert {tp.partition: off for tp, off in result.committed.items()} == {p: 10 for p in planned}
+        assert committed_offsets(kip848.bootstrap, group, topic, sorted(planned)) == {p: 10 for p in planned}
+        wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to get everything back")
+    finally:
+        peer.close()
