@@ -80,6 +80,27 @@ class ConsumerProtocolConfig:
     poll_interval_ms: int = 100
 
 
+class _ClientLog(logging.Handler):
+    """librdkafka's log: warnings and errors go to our log; the "feature" debug lines are
+    watched for a broker without ConsumerGroupHeartbeat, which librdkafka reports nowhere else
+    (it keeps looking for a coordinator), so the member can fail at once, saying why."""
+
+    def __init__(self, member: ConsumerProtocolMembership):
+        super().__init__(logging.DEBUG)
+        self.member = member
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.levelno >= logging.WARNING:
+            log.log(record.levelno, "group %s: librdkafka: %s", self.member.config.group_id, text)
+        elif "ConsumerGroupHeartbeat" in text and "NOT supported" in text:
+            self.member._fail(MembershipError(
+                f"group {self.member.config.group_id!r}: the brokers (bootstrap servers "
+                f"{_servers(self.member.config.client_config)}) do not serve the consumer group protocol "
+                "(KIP-848: ConsumerGroupHeartbeat is not among their ApiVersions; Kafka >= 4.0 serves it). "
+                "Use kafka.group.protocol=classic with these brokers."))
+
+
 @dataclass
 class _Call:
     """Work for the member's thread; the caller waits on ``done``."""
@@ -148,7 +169,10 @@ class ConsumerProtocolMembership:
             "enable.auto.offset.store": False,
             "max.poll.interval.ms": cfg.rebalance_timeout_ms,
             "error_cb": self._on_error,
+            "logger": self._client_logger(),
         })
+        debug = [d for d in str(conf.get("debug", "")).split(",") if d.strip()]
+        conf["debug"] = ",".join(debug + (["feature"] if "feature" not in debug and "all" not in debug else []))
         for key, value in (("group.remote.assignor", cfg.remote_assignor),
                            ("group.instance.id", cfg.group_instance_id), ("client.rack", cfg.client_rack)):
             if value:
@@ -164,6 +188,13 @@ class ConsumerProtocolMembership:
         self._consumer = consumer
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-kip848-{cfg.group_id}", daemon=True)
         self._thread.start()
+
+    def _client_logger(self) -> logging.Logger:
+        logger = logging.getLogger(f"spark_groupsource.consumer_member.librdkafka.{id(self)}")
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+        logger.handlers[:] = [_ClientLog(self)]
+        return logger
 
     def _run(self) -> None:
         consumer = self._consumer
