@@ -329,6 +329,10 @@ class MockControl:
         self._call("push_broker_request_error", broker_id=int(broker_id), api_key=int(api_key),
                    error=int(error), rtt_ms=int(rtt_ms))
 
+    def broker_pending_errors(self, broker_id: int, api_key: int) -> int:
+        """How many errors pushed with :meth:`push_broker_request_error` no request has used yet."""
+        return int(self._call("broker_pending_errors", broker_id=int(broker_id), api_key=int(api_key)))
+
     def clear_request_errors(self, api_key: int) -> None:
         self._call("clear_request_errors", api_key=int(api_key))
 

@@ -53,6 +53,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_clear_request_errors": (None, [c_void_p, c_int16]),
     # variadic: (rd_kafka_resp_err_t err, int rtt_ms) pairs follow, passed as c_int
     "rd_kafka_mock_broker_push_request_error_rtts": (c_int, [c_void_p, c_int32, c_int16, c_size_t]),
+    "rd_kafka_mock_broker_error_stack_cnt": (c_int, [c_void_p, c_int32, c_int16, _c_size_t_p]),
     "rd_kafka_mock_broker_set_down": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_up": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_rtt": (c_int, [c_void_p, c_int32, c_int]),
@@ -212,6 +213,15 @@ class MockCluster:
             self._cluster(), int(broker_id), int(api_key), 1, c_int(int(error)), c_int(int(rtt_ms))
         )
         self._check(f"push_broker_request_error({broker_id}, {api_key})", rc)
+
+    def broker_pending_errors(self, broker_id: int, api_key: int) -> int:
+        """How many errors pushed with :meth:`push_broker_request_error` are still unused."""
+        cnt = c_size_t(0)
+        rc = self._lib.rd_kafka_mock_broker_error_stack_cnt(
+            self._cluster(), int(broker_id), int(api_key), ctypes.byref(cnt)
+        )
+        self._check(f"broker_pending_errors({broker_id}, {api_key})", rc)
+        return int(cnt.value)
 
     def clear_request_errors(self, api_key: int) -> None:
         self._lib.rd_kafka_mock_clear_request_errors(self._cluster(), int(api_key))

@@ -544,6 +544,7 @@ _MOCK_OPS = frozenset(
     {
         "push_request_errors",
         "push_broker_request_error",
+        "broker_pending_errors",
         "clear_request_errors",
         "broker_down",
         "broker_up",

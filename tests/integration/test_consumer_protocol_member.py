@@ -171,6 +171,7 @@ def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(k
         wait_until(lambda: any(api == CONSUMER_GROUP_HEARTBEAT for _, api in kip848.mock.requests()), 5,
                    interval=0.02, message="the fencing heartbeat to reach the broker")
         kip848.mock.stop_request_tracking()
+        assert kip848.mock.broker_pending_errors(1, CONSUMER_GROUP_HEARTBEAT) == 0
         result = m.commit({tp: 10 for tp in before.owned}, before.owned)
         m.batch_completed()
         assert not result.committed, result
@@ -325,6 +326,50 @@ def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, un
         stop(query)
         if peer is not None:
             peer.close()
+
+
+def test_spark_query_rides_through_its_member_being_fenced(spark, kip848, unique_name, tmp_path):
+    """Chaos: the broker fences the query's member (a heartbeat answered FENCED_MEMBER_EPOCH,
+    the answer held back 2 s) while records keep arriving. Its partitions are lost, it rejoins
+    under a new epoch, resumes each partition from the group's commits: every record is read
+    (at-least-once) and the commits reach the ends."""
+    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produced = produce(kip848.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "fenced")
+    df = (spark.readStream.format("groupkafka")
+          .option("kafka.bootstrap.servers", kip848.bootstrap).option("kafka.group.id", group)
+          .option("subscribe", topic).option("kafka.group.protocol", "consumer")
+          .option("kafka.auto.offset.reset", "earliest").option("kafka.max.poll.interval.ms", "60000").load())
+    query = (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 40, 120, interval=0.5,
+                   message="the query to read the first 40 records")
+        kip848.mock.push_broker_request_error(1, CONSUMER_GROUP_HEARTBEAT, KafkaError.FENCED_MEMBER_EPOCH, 2000)
+        for i in range(4):  # records arrive while the member is fenced and rejoins
+            produced += produce(kip848.bootstrap, topic, 8, 4, start=40 + 8 * i)
+            time.sleep(0.5)
+        # the query's member is the only one in the group: its heartbeat took the error (the mock
+        # dropped it from the group then)
+        wait_until(lambda: kip848.mock.broker_pending_errors(1, CONSUMER_GROUP_HEARTBEAT) == 0, 10,
+                   message="the fencing heartbeat")
+
+        def all_read() -> bool:
+            process_all(query)
+            return {(r[1], r[2]) for r in rows(spark, name)} >= {(r.partition, r.offset) for r in produced}
+
+        wait_until(all_read, 120, interval=0.5, message="every record to be read after the fence")
+        got = rows(spark, name)
+        assert {(r[1], r[2]) for r in got} == {(r.partition, r.offset) for r in produced}
+        wait_until(lambda: process_all(query) or committed_offsets(kip848.bootstrap, group, topic, 4) == ends(produced),
+                   30, interval=0.5, message="the commits to reach the ends")
+        print(f"duplicates after the fence: {len(duplicates(got))} of {len(produced)} records")
+    finally:
+        stop(query)
 
 
 def test_coordinated_backfill_in_consumer_mode(kip848, unique_name):
