@@ -518,9 +518,12 @@ class ConsumerProtocolMembership:
     def status(self) -> MembershipStatus:
         """What is known: an assignment implies the cluster and the coordinator were reached
         (librdkafka does not report those steps separately)."""
-        at = None if self._assigned_at is None else time.time() - (time.monotonic() - self._assigned_at)
+        def wall(mono: float | None) -> float | None:
+            return None if mono is None else time.time() - (time.monotonic() - mono)
+
+        at = wall(self._assigned_at)
         return MembershipStatus(cluster_reached_at=at, coordinator_found_at=at,
-                                coordinator_missing_since=None if at is not None else time.time(),
+                                coordinator_missing_since=None if at is not None else wall(self._started),
                                 assigned_at=at, stable=at is not None and not self._book.revoking())
 
     def describe(self) -> str:

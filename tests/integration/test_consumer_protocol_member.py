@@ -106,6 +106,9 @@ def test_shares_partitions_disjointly_and_never_fetches(kip848, unique_name):
         assert ours and peer.assigned and not (ours & peer.assigned)
         assert ours | peer.assigned == {0, 1, 2, 3}
         assert m.snapshot().protocol == "consumer" and m.snapshot().generation > 0
+        status = m.status()
+        assert status.assigned_at is not None and status.stable and status.coordinator_missing_since is None
+        assert "consumer protocol" in m.describe() and m.snapshot().member_id in m.describe()
     finally:
         if peer is not None:
             peer.close()
