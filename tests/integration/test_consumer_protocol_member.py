@@ -224,9 +224,14 @@ def test_static_member_restart_keeps_its_partitions(kip848, unique_name):
         m.close()
 
 
-def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, unique_name):
-    """Coordinator errors on OffsetCommit: nothing is lost, the offsets are kept and land with
-    the next flush while the partitions stay ours."""
+@pytest.mark.parametrize("errors", [
+    [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 3,
+    [KafkaError.NOT_COORDINATOR],
+    [KafkaError.STALE_MEMBER_EPOCH],
+], ids=["loading", "moved", "stale-epoch"])
+def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, unique_name, errors):
+    """Coordinator errors and STALE_MEMBER_EPOCH on OffsetCommit: nothing is lost, the offsets
+    are kept and land with the next flush while the partitions stay ours."""
     topic, group = unique_name("topic"), unique_name("group")
     kip848.create_topic(topic, 2)
     m = member(kip848, group, topic)
@@ -234,13 +239,16 @@ def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, uniq
     try:
         wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
         owned = m.snapshot().owned
-        kip848.mock.push_request_errors(OFFSET_COMMIT, [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 3)
+        kip848.mock.push_request_errors(OFFSET_COMMIT, errors)
         first = m.commit({tp: 5 for tp in owned}, owned)
-        assert first.failed == frozenset(owned) and not first.lost, first
-        assert m.pending() == {tp: 5 for tp in owned}
-        result = wait_until(lambda: (r := m.flush_pending()) is not None and r.committed and r, 15,
-                            message="a resend to land")
-        assert result.committed == frozenset(owned)
+        assert not first.lost, first
+        if first.failed:  # librdkafka retries a moved coordinator itself; otherwise kept
+            assert first.failed == frozenset(owned) and m.pending() == {tp: 5 for tp in owned}
+            result = wait_until(lambda: (r := m.flush_pending()) is not None and r.committed and r, 15,
+                                message="a resend to land")
+            assert result.committed == frozenset(owned)
+        else:
+            assert first.committed == frozenset(owned)
         assert committed_offsets(kip848.bootstrap, group, topic, 2) == {0: 5, 1: 5}
         assert m.pending() == {}
     finally:
