@@ -153,6 +153,34 @@ def test_handover_waits_for_the_inflight_batch_and_loses_nothing(kip848, unique_
         m.close()
 
 
+def test_a_batch_that_never_completes_holds_the_handover_only_for_the_drain_bound(kip848, unique_name):
+    """The barrier is bounded: a batch that never completes holds the revoked partitions for the
+    drain timeout, then they move uncommitted (the next owner re-reads: at-least-once), counted."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 2)
+    produce_keyed(kip848.bootstrap, topic, 20, partitions=2)
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=group, topics=(topic,), client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3},
+        rebalance_timeout_ms=20_000), drain_timeout_s=3)
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
+        assert m.batch_planned(m.snapshot().owned)  # and never completes
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
+        started = time.monotonic()
+        wait_until(lambda: peer.assigned, 20, message="the peer to get a partition")
+        assert time.monotonic() - started >= 2.5, "the barrier let go before the drain bound"
+        assert m.counters.drain_timeouts == 1
+        wait_until(lambda: len(peer.records) == 10, 20, message="the peer to re-read the partition from 0")
+        assert sorted(o for _, o in peer.records) == list(range(10))
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
 def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(kip848, unique_name):
     """The broker fences the member while its batch runs; the member learns it only 5 s later.
     The batch's commit in that window is refused by the broker (the member is unknown there),
