@@ -8,14 +8,14 @@ fetches: every assigned partition is paused the moment it is assigned (no Fetch 
 checked with the mock's request tracking).
 
 One thread owns the client. librdkafka runs rebalance callbacks inside ``poll()``, and a
-synchronous commit issued from another thread while one thread polls was seen to stall until
-polling stopped (confluent-kafka 2.16.1 on the mock, with polls of 0.1 to 1 s), so commits and
+synchronous commit issued from another thread while one thread polls was seen, in experiments,
+to stall until polling stopped (confluent-kafka 2.16.1 on the mock, polls of 0.1 to 1 s), so commits and
 OffsetFetch calls are handed to the member's thread, which runs them between polls and, during a
 revocation, inside the revoke callback. That callback is the revoke barrier: it returns (and
 librdkafka acknowledges the revocation in the next heartbeat) only after the batch reading the
 revoked partitions completed and committed, or ``drain_timeout_s`` passed. Blocking it is safe:
 heartbeats continue on librdkafka's thread and a blocking ``poll()`` does not count against
-``max.poll.interval.ms`` (a 10 s callback under a 6 s limit kept the member; checked). Partitions
+``max.poll.interval.ms`` (a 10 s callback under a 6 s limit kept the member, in an experiment). Partitions
 not being revoked keep flowing (the protocol is incremental).
 """
 
