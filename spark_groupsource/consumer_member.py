@@ -208,6 +208,7 @@ class ConsumerProtocolMembership:
                         # cannot happen while every partition is paused; never delivered anywhere
                         log.warning("group %s: membership client received a record of %s [%d]; ignored",
                                     self.config.group_id, msg.topic(), msg.partition())
+                    self._note_metadata(consumer)  # the epoch also moves without a new assignment
                     self._serve_calls()
                     self._check_join_bound()
                 except Exception as exc:  # noqa: BLE001 - kept for raise_if_failed
