@@ -159,6 +159,7 @@ class BackfillPlan:
     @classmethod
     def _coordinated(cls, opts, raw, settle_s, assignment_timeout_s, leader_sync_delay_ms) -> BackfillPlan:
         from assignment.registry import create_assignors
+        from spark_groupsource.consumer_member import consumer_membership
         from spark_groupsource.membership import GroupMembership, MembershipConfig
 
         heartbeat_s = (opts.heartbeat_interval_ms or 3000) / 1000.0
@@ -166,21 +167,24 @@ class BackfillPlan:
         rebalance_s = (opts.max_poll_interval_ms or 300_000) / 1000.0
         timeout = assignment_timeout_s if assignment_timeout_s is not None else opts.group_join_timeout_ms / 1000.0
         sub = opts.subscription
-        membership = GroupMembership(
-            MembershipConfig(
-                group_id=opts.group_id or "",
-                assignors=tuple(create_assignors(",".join(opts.assignors), dict(opts.assignor_options))),
-                topics=tuple(sub.topics) if isinstance(sub, opt.SubscribeTopics) else (),
-                pattern=sub.pattern if isinstance(sub, opt.SubscribePattern) else None,
-                group_instance_id=opts.group_instance_id,
-                client_rack=opts.client_rack,
-                # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
-                client_config={"api_version": (2, 3), **opt.membership_config(opts)},
-                leader_sync_delay_ms=leader_sync_delay_ms,
-                join_timeout_ms=opts.group_join_timeout_ms,
-            ),
-            drain_timeout_s=rebalance_s,
-        )
+        if opts.group_protocol == "consumer":  # KIP-848: the broker assigns (issue #12)
+            membership = consumer_membership(opts, drain_timeout_s=rebalance_s)
+        else:
+            membership = GroupMembership(
+                MembershipConfig(
+                    group_id=opts.group_id or "",
+                    assignors=tuple(create_assignors(",".join(opts.assignors), dict(opts.assignor_options))),
+                    topics=tuple(sub.topics) if isinstance(sub, opt.SubscribeTopics) else (),
+                    pattern=sub.pattern if isinstance(sub, opt.SubscribePattern) else None,
+                    group_instance_id=opts.group_instance_id,
+                    client_rack=opts.client_rack,
+                    # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
+                    client_config={"api_version": (2, 3), **opt.membership_config(opts)},
+                    leader_sync_delay_ms=leader_sync_delay_ms,
+                    join_timeout_ms=opts.group_join_timeout_ms,
+                ),
+                drain_timeout_s=rebalance_s,
+            )
         membership.start()
         try:
             with reader_for(opts) as view:

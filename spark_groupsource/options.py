@@ -60,6 +60,13 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        SyncGroup arriving after the leader's: librdkafka's mock)
 ``kafka.isolation.level``              ``read_uncommitted`` (default, as Spark's Java
                                        consumer) / ``read_committed``
+``kafka.group.protocol``               ``classic`` (default: our client-side assignors) or
+                                       ``consumer`` (KIP-848: the broker assigns; then
+                                       ``assignor``, its settings, the session and
+                                       heartbeat settings and ``leaderSyncDelayMs`` are
+                                       rejected)
+``kafka.group.remote.assignor``        ``uniform`` or ``range`` (consumer protocol only;
+                                       default: the broker's, ``uniform`` on Kafka)
 =====================================  =====================================================
 
 Batch queries also take ``endingOffsets`` (``latest`` or JSON, -1 = latest),
@@ -319,6 +326,10 @@ class _CommonOptions:
     leader_sync_delay_ms: int = 0
     #: Every ``kafka.*`` option without the prefix (repr redacts secrets).
     kafka_params: KafkaParams = field(default_factory=KafkaParams)
+    #: ``kafka.group.protocol``: ``classic`` (our assignors) or ``consumer`` (KIP-848, the broker
+    #: assigns with ``remote_assignor``, None meaning the broker's default)
+    group_protocol: str = "classic"
+    remote_assignor: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -510,18 +521,16 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
     for key in sorted(_CONTROLLED.keys() & raw.keys()):
         raise OptionError(_name(key), f"is set by the source and cannot be given: {_CONTROLLED[key]}")
 
-    protocol = raw.get("kafka.group.protocol")
-    if protocol is not None and protocol.strip().lower() != "classic":
-        raise OptionError(
-            "kafka.group.protocol",
-            f"only 'classic' is supported, got {protocol!r}: client-side assignors need the "
-            "classic group protocol (KIP-848's 'consumer' protocol assigns on the broker)",
-        )
-
-    assignors = _assignor_names(raw)
-    assignor_options = {k: v for k, v in raw.items() if not k.startswith("kafka.")}
-    wire_names = _validate_assignors(assignors, assignor_options)
-    _check_unknown(raw, assignors + wire_names, batch=batch)
+    protocol, remote_assignor = _group_protocol(raw)
+    if protocol == "consumer":
+        assignors: tuple[str, ...] = ()
+        assignor_options: dict[str, str] = {}
+        _check_unknown(raw, (), batch=batch)
+    else:
+        assignors = _assignor_names(raw)
+        assignor_options = {k: v for k, v in raw.items() if not k.startswith("kafka.")}
+        wire_names = _validate_assignors(assignors, assignor_options)
+        _check_unknown(raw, assignors + wire_names, batch=batch)
 
     kafka_params = {k[len("kafka."):]: v for k, v in raw.items() if k.startswith("kafka.")}
     bootstrap = _required(raw, "kafka.bootstrap.servers")
@@ -581,7 +590,58 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         group_join_timeout_ms=_int(raw, "groupjointimeoutms", DEFAULT_GROUP_JOIN_TIMEOUT_MS, minimum=1),
         leader_sync_delay_ms=_int(raw, "leadersyncdelayms", 0, minimum=0),
         kafka_params=KafkaParams(kafka_params),
+        group_protocol=protocol,
+        remote_assignor=remote_assignor,
     )
+
+
+# --------------------------------------------------------------------------- group protocol (issue #12)
+
+#: Options that do not apply to a KIP-848 member, and why.
+_NOT_FOR_CONSUMER_PROTOCOL = {
+    "assignor": "the broker assigns partitions in the consumer group protocol (KIP-848); choose its "
+    "assignor with kafka.group.remote.assignor=uniform|range, or use kafka.group.protocol=classic "
+    "for client-side assignors",
+    "kafka.session.timeout.ms": "the broker owns the session timeout in the consumer group protocol "
+    "(broker setting group.consumer.session.timeout.ms)",
+    "kafka.heartbeat.interval.ms": "the broker sets the heartbeat interval in the consumer group "
+    "protocol (broker setting group.consumer.heartbeat.interval.ms)",
+    "leadersyncdelayms": "there is no group leader or SyncGroup in the consumer group protocol",
+}
+
+
+def _group_protocol(raw: Mapping[str, str]) -> tuple[str, str | None]:
+    """``kafka.group.protocol`` (classic | consumer) and, for consumer, ``kafka.group.remote.assignor``.
+
+    Rejects what does not apply to the chosen protocol, saying why, before anything connects."""
+    protocol = _choice(raw, "kafka.group.protocol", ("classic", "consumer"), "classic")
+    if protocol == "classic":
+        if "kafka.group.remote.assignor" in raw:
+            raise OptionError(
+                "kafka.group.remote.assignor",
+                "only applies with kafka.group.protocol=consumer (KIP-848, the broker assigns); "
+                "the classic protocol runs the client-side assignor named by assignor",
+            )
+        return protocol, None
+    for key in sorted(raw):
+        if key in _NOT_FOR_CONSUMER_PROTOCOL:
+            raise OptionError(_name(key), f"does not apply with kafka.group.protocol=consumer: "
+                                          f"{_NOT_FOR_CONSUMER_PROTOCOL[key]}")
+        head = key.split(".", 1)[0]
+        if "." in key and not key.startswith("kafka.") and _is_assignor(head):
+            raise OptionError(key, "assignor settings do not apply with kafka.group.protocol=consumer: "
+                                   "the broker assigns partitions (kafka.group.remote.assignor=uniform|range)")
+    remote = None
+    if "kafka.group.remote.assignor" in raw:
+        remote = _choice(raw, "kafka.group.remote.assignor", ("uniform", "range"), "uniform")
+    return protocol, remote
+
+
+def _is_assignor(name: str) -> bool:
+    """A built-in assignor name (their settings are ``<name>.<setting>``)."""
+    from assignment.registry import BUILTIN
+
+    return name.lower() in BUILTIN
 
 
 def _check_unknown(raw: Mapping[str, str], assignors: tuple[str, ...], *, batch: bool) -> None:
@@ -827,6 +887,7 @@ _MEMBER_ONLY = frozenset(
         "auto.offset.reset",
         "group.protocol",
         "group.protocol.type",
+        "group.remote.assignor",
     }
 )
 

@@ -34,6 +34,7 @@ from spark_groupsource.admission import (
     default_read_limit,
     limits_for,
 )
+from spark_groupsource.consumer_member import consumer_membership
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
 from spark_groupsource.fetch import read_partition
 from spark_groupsource.group_seam import Membership
@@ -70,21 +71,7 @@ class _Driver:
         (unit tests of the planner, through the membership seam)."""
         configure_worker_logging()
         self.opts = opts
-        assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
-        self.membership: Membership = membership or GroupMembership(
-            MembershipConfig(
-                group_id=opts.group_id,
-                assignors=assignors,
-                topics=getattr(opts.subscription, "topics", ()),
-                pattern=_whole_match(getattr(opts.subscription, "pattern", None)),
-                group_instance_id=opts.group_instance_id,
-                client_rack=opts.client_rack,
-                client_config={"api_version": (2, 3), **opt.membership_config(opts)},
-                leader_sync_delay_ms=opts.leader_sync_delay_ms,
-                join_timeout_ms=opts.group_join_timeout_ms,
-            ),
-            drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
-        )
+        self.membership: Membership = membership or _membership(opts)
         self.reader = reader or reader_for(opts)
         self.outage = Unavailability(opts.broker_outage_timeout_ms / 1000.0)
         self.data_loss = DataLossCounters()
@@ -489,6 +476,29 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def stop(self) -> None:
         if self._driver_state is not None:
             self._driver_state.close()
+
+
+def _membership(opts: opt.StreamOptions) -> Membership:
+    """The driver's member: KIP-848 with ``kafka.group.protocol=consumer`` (the broker assigns),
+    else classic with our assignors."""
+    drain_timeout_s = (opts.max_poll_interval_ms or 300_000) / 1000.0
+    if opts.group_protocol == "consumer":
+        return consumer_membership(opts, drain_timeout_s=drain_timeout_s)
+    assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
+    return GroupMembership(
+        MembershipConfig(
+            group_id=opts.group_id,
+            assignors=assignors,
+            topics=getattr(opts.subscription, "topics", ()),
+            pattern=_whole_match(getattr(opts.subscription, "pattern", None)),
+            group_instance_id=opts.group_instance_id,
+            client_rack=opts.client_rack,
+            client_config={"api_version": (2, 3), **opt.membership_config(opts)},
+            leader_sync_delay_ms=opts.leader_sync_delay_ms,
+            join_timeout_ms=opts.group_join_timeout_ms,
+        ),
+        drain_timeout_s=drain_timeout_s,
+    )
 
 
 def _means_rebalance(error: str | None) -> bool:

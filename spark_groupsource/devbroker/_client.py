@@ -322,6 +322,17 @@ class MockControl:
         """The next ``len(errors)`` requests with ``api_key`` fail with these codes, in order."""
         self._call("push_request_errors", api_key=int(api_key), errors=[int(e) for e in errors])
 
+    def push_broker_request_error(self, broker_id: int, api_key: int, error: int, rtt_ms: int = 0) -> None:
+        """The next request with ``api_key`` to broker ``broker_id`` fails with ``error``; its
+        response is held back ``rtt_ms``. The broker acts at once (a fencing error on a
+        ConsumerGroupHeartbeat drops the member), the client learns it only after the delay."""
+        self._call("push_broker_request_error", broker_id=int(broker_id), api_key=int(api_key),
+                   error=int(error), rtt_ms=int(rtt_ms))
+
+    def broker_pending_errors(self, broker_id: int, api_key: int) -> int:
+        """How many errors pushed with :meth:`push_broker_request_error` no request has used yet."""
+        return int(self._call("broker_pending_errors", broker_id=int(broker_id), api_key=int(api_key)))
+
     def clear_request_errors(self, api_key: int) -> None:
         self._call("clear_request_errors", api_key=int(api_key))
 
@@ -354,6 +365,15 @@ class MockControl:
 
     def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
         self._call("set_group_initial_rebalance_delay_ms", ms=int(ms))
+
+    def set_group_consumer_session_timeout_ms(self, ms: int) -> None:
+        """KIP-848 (``group.protocol=consumer``) groups: the broker-owned session timeout
+        (the mock's default is 30000; members created afterwards use the new value)."""
+        self._call("set_group_consumer_session_timeout_ms", ms=int(ms))
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """KIP-848 groups: the heartbeat interval the broker hands its members (default 3000)."""
+        self._call("set_group_consumer_heartbeat_interval_ms", ms=int(ms))
 
     def set_apiversion(self, api_key: int, min_version: int, max_version: int) -> None:
         """Limit the advertised version range of an API (-1, -1 disables it)."""

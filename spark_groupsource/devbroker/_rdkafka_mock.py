@@ -51,12 +51,18 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "rd_kafka_mock_topic_delete": (c_int, [c_void_p, c_char_p]),
     "rd_kafka_mock_push_request_errors_array": (None, [c_void_p, c_int16, c_size_t, _c_int_p]),
     "rd_kafka_mock_clear_request_errors": (None, [c_void_p, c_int16]),
+    # variadic: (rd_kafka_resp_err_t err, int rtt_ms) pairs follow, passed as c_int
+    "rd_kafka_mock_broker_push_request_error_rtts": (c_int, [c_void_p, c_int32, c_int16, c_size_t]),
+    "rd_kafka_mock_broker_error_stack_cnt": (c_int, [c_void_p, c_int32, c_int16, _c_size_t_p]),
     "rd_kafka_mock_broker_set_down": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_up": (c_int, [c_void_p, c_int32]),
     "rd_kafka_mock_broker_set_rtt": (c_int, [c_void_p, c_int32, c_int]),
     "rd_kafka_mock_broker_set_rack": (c_int, [c_void_p, c_int32, c_char_p]),
     "rd_kafka_mock_coordinator_set": (c_int, [c_void_p, c_char_p, c_char_p, c_int32]),
     "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [c_void_p, c_int32]),
+    # KIP-848 ("consumer" protocol) groups
+    "rd_kafka_mock_set_group_consumer_session_timeout_ms": (None, [c_void_p, c_int]),
+    "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": (None, [c_void_p, c_int]),
     "rd_kafka_mock_set_apiversion": (c_int, [c_void_p, c_int16, c_int16, c_int16]),
     "rd_kafka_mock_partition_set_leader": (c_int, [c_void_p, c_char_p, c_int32, c_int32]),
     "rd_kafka_mock_topic_set_error": (None, [c_void_p, c_char_p, c_int]),
@@ -210,6 +216,23 @@ class MockCluster:
             self._cluster(), int(api_key), len(errors), arr
         )
 
+    def push_broker_request_error(self, broker_id: int, api_key: int, error: int, rtt_ms: int) -> None:
+        """The next request with ``api_key`` to this broker fails with ``error``, its response
+        held back ``rtt_ms`` (the broker acts on the error at once, the client learns it late)."""
+        rc = self._lib.rd_kafka_mock_broker_push_request_error_rtts(
+            self._cluster(), int(broker_id), int(api_key), 1, c_int(int(error)), c_int(int(rtt_ms))
+        )
+        self._check(f"push_broker_request_error({broker_id}, {api_key})", rc)
+
+    def broker_pending_errors(self, broker_id: int, api_key: int) -> int:
+        """How many errors pushed with :meth:`push_broker_request_error` are still unused."""
+        cnt = c_size_t(0)
+        rc = self._lib.rd_kafka_mock_broker_error_stack_cnt(
+            self._cluster(), int(broker_id), int(api_key), ctypes.byref(cnt)
+        )
+        self._check(f"broker_pending_errors({broker_id}, {api_key})", rc)
+        return int(cnt.value)
+
     def clear_request_errors(self, api_key: int) -> None:
         self._lib.rd_kafka_mock_clear_request_errors(self._cluster(), int(api_key))
 
@@ -245,6 +268,14 @@ class MockCluster:
 
     def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
         self._lib.rd_kafka_mock_group_initial_rebalance_delay_ms(self._cluster(), int(ms))
+
+    def set_group_consumer_session_timeout_ms(self, ms: int) -> None:
+        """KIP-848 groups: the broker-owned session timeout (group.consumer.session.timeout.ms)."""
+        self._lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(self._cluster(), int(ms))
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """KIP-848 groups: the heartbeat interval the broker hands its members."""
+        self._lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(self._cluster(), int(ms))
 
     def set_apiversion(self, api_key: int, min_version: int, max_version: int) -> None:
         rc = self._lib.rd_kafka_mock_set_apiversion(

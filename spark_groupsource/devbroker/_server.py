@@ -543,6 +543,8 @@ class _Server:
 _MOCK_OPS = frozenset(
     {
         "push_request_errors",
+        "push_broker_request_error",
+        "broker_pending_errors",
         "clear_request_errors",
         "broker_down",
         "broker_up",
@@ -550,6 +552,8 @@ _MOCK_OPS = frozenset(
         "set_rack",
         "set_coordinator",
         "set_group_initial_rebalance_delay_ms",
+        "set_group_consumer_session_timeout_ms",
+        "set_group_consumer_heartbeat_interval_ms",
         "set_apiversion",
         "set_partition_leader",
         "set_topic_error",

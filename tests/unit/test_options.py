@@ -389,10 +389,11 @@ def test_controlled_options_are_refused(name: str, hint: str) -> None:
     assert e.option == name and "set by the source" in str(e) and hint in str(e)
 
 
-def test_group_protocol_only_classic() -> None:
-    assert stream(**{"kafka.group.protocol": "CLASSIC"}).kafka_params["group.protocol"] == "CLASSIC"
-    e = error(**{"kafka.group.protocol": "consumer"})
-    assert e.option == "kafka.group.protocol" and "only 'classic'" in str(e)
+def test_group_protocol_classic_or_consumer() -> None:
+    assert stream(**{"kafka.group.protocol": "CLASSIC"}).group_protocol == "classic"
+    assert stream(**{"kafka.group.protocol": "consumer"}).group_protocol == "consumer"  # issue #12
+    e = error(**{"kafka.group.protocol": "eager"})
+    assert e.option == "kafka.group.protocol" and "classic, consumer" in str(e)
 
 
 def test_unknown_option_lists_accepted_ones() -> None:

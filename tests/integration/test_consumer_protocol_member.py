@@ -1,0 +1,453 @@
+"""The KIP-848 member (``kafka.group.protocol=consumer``) against librdkafka's mock cluster.
+
+Our member and librdkafka consumers with ``group.protocol=consumer`` in one group: disjoint
+shares, no Fetch from the member, the revoke barrier (a revoked partition moves only after its
+in-flight batch committed; the others keep flowing), a commit refused after the member was
+fenced, static restart, and coordinator errors on commit. Tansu does not serve
+ConsumerGroupHeartbeat, so these run on the mock only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError
+
+from assignment.model import TopicPartition
+from helpers import committed_offsets, produce_keyed, wait_until
+from spark_groupsource.consumer_member import ConsumerProtocolConfig, ConsumerProtocolMembership
+
+FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
+HEARTBEAT_MS, SESSION_MS = 300, 6000
+
+
+@pytest.fixture
+def kip848(mock_broker: Any) -> Any:
+    """The mock with fast KIP-848 heartbeats (its defaults: 3 s heartbeat, 30 s session)."""
+    mock_broker.mock.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
+    mock_broker.mock.set_group_consumer_session_timeout_ms(SESSION_MS)
+    return mock_broker
+
+
+def member(broker: Any, group: str, topic: str, **cfg: Any) -> ConsumerProtocolMembership:
+    return ConsumerProtocolMembership(
+        ConsumerProtocolConfig(group_id=group, topics=(topic,), client_config={
+            "bootstrap.servers": broker.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000, **cfg),
+        drain_timeout_s=15,
+    )
+
+
+class Peer:
+    """A librdkafka consumer in the same group (``group.protocol=consumer``) that reads and
+    records every record, with its assignment history; polled from its own thread."""
+
+    def __init__(self, broker: Any, group: str, topic: str):
+        self.records: list[tuple[int, int]] = []
+        self.assigned: set[int] = set()
+        self.events: list[tuple[str, tuple[int, ...]]] = []
+        self._c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                            "group.protocol": "consumer", "enable.auto.commit": False,
+                            "auto.offset.reset": "earliest", "log_level": 3})
+        self._c.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _assign(self, c: Any, parts: list[Any]) -> None:
+        self.assigned |= {p.partition for p in parts}
+        self.events.append(("assign", tuple(sorted(p.partition for p in parts))))
+
+    def _revoke(self, c: Any, parts: list[Any]) -> None:
+        self.assigned -= {p.partition for p in parts}
+        self.events.append(("revoke", tuple(sorted(p.partition for p in parts))))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            m = self._c.poll(0.2)
+            if m is not None and m.error() is None:
+                self.records.append((m.partition(), m.offset()))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._c.close()
+
+
+def parts(tps: Any) -> set[int]:
+    return {tp.partition for tp in tps}
+
+
+def test_shares_partitions_disjointly_and_never_fetches(kip848, unique_name):
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 200, partitions=4)
+    m = member(kip848, group, topic)
+    m.start()
+    peer = None
+    try:
+        assert m.wait_for_assignment(20)
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        kip848.mock.start_request_tracking()
+        time.sleep(2)  # several heartbeats of a member holding 4 partitions with 200 records
+        kip848.mock.stop_request_tracking()
+        seen = Counter(api for _, api in kip848.mock.requests())
+        kip848.mock.clear_requests()
+        assert seen[CONSUMER_GROUP_HEARTBEAT] >= 2, seen
+        assert seen[FETCH] == 0, f"the membership-only member fetched: {seen}"
+
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
+                   and not m.snapshot().revoking, 30, message="a disjoint split of 4 partitions")
+        ours = parts(m.snapshot().owned)
+        assert ours and peer.assigned and not (ours & peer.assigned)
+        assert ours | peer.assigned == {0, 1, 2, 3}
+        assert m.snapshot().protocol == "consumer" and m.snapshot().generation > 0
+        status = m.status()
+        assert status.assigned_at is not None and status.stable and status.coordinator_missing_since is None
+        assert "consumer protocol" in m.describe() and m.snapshot().member_id in m.describe()
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_handover_waits_for_the_inflight_batch_and_loses_nothing(kip848, unique_name):
+    """A revoked partition moves only after the batch reading it completed and committed; the
+    peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 400, partitions=4)  # 100 per partition
+    m = member(kip848, group, topic)
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        owned = m.snapshot().owned
+        assert m.batch_planned(owned)  # a batch reading [0, 60) of every partition is in flight
+        peer = Peer(kip848, group, topic)
+        revoking = wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
+        kept = set(owned) - set(revoking)
+        time.sleep(2)  # the barrier holds: the peer gets nothing while our batch runs
+        assert not peer.assigned and not peer.records
+        assert not m.batch_planned(revoking), "a batch over partitions being revoked was accepted"
+        result = m.commit({tp: 60 for tp in owned}, owned)
+        assert result.committed == frozenset(owned), result
+        m.batch_completed()
+        wait_until(lambda: peer.assigned == parts(revoking), 20, message="the peer to get the revoked partitions")
+        assert m.batch_planned(kept), "partitions we keep must keep flowing"
+        m.batch_completed()
+        wait_until(lambda: len(peer.records) == 40 * len(revoking), 20, message="the peer to read the rest")
+        by_partition: dict[int, list[int]] = {}
+        for p, off in peer.records:
+            by_partition.setdefault(p, []).append(off)
+        assert {p: sorted(o) for p, o in by_partition.items()} == {p: list(range(60, 100)) for p in parts(revoking)}
+        assert set(m.snapshot().owned) == kept
+        assert m.counters.drain_timeouts == 0
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_a_batch_that_never_completes_holds_the_handover_only_for_the_drain_bound(kip848, unique_name):
+    """The barrier is bounded: a batch that never completes holds the revoked partitions for the
+    drain timeout, then they move uncommitted (the next owner re-reads: at-least-once), counted."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 2)
+    produce_keyed(kip848.bootstrap, topic, 20, partitions=2)
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=group, topics=(topic,), client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3},
+        rebalance_timeout_ms=20_000), drain_timeout_s=3)
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
+        assert m.batch_planned(m.snapshot().owned)  # and never completes
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
+        started = time.monotonic()
+        wait_until(lambda: peer.assigned, 20, message="the peer to get a partition")
+        assert time.monotonic() - started >= 2.5, "the barrier let go before the drain bound"
+        assert m.counters.drain_timeouts == 1
+        wait_until(lambda: len(peer.records) == 10, 20, message="the peer to re-read the partition from 0")
+        assert sorted(o for _, o in peer.records) == list(range(10))
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(kip848, unique_name):
+    """The broker fences the member while its batch runs; the member learns it only 5 s later.
+    The batch's commit in that window is refused by the broker (the member is unknown there),
+    none of its offsets land, the partitions are marked lost at once; the member then rejoins
+    with new acquisition serials, and a commit planned under the old ones is skipped."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 40, partitions=4)
+    m = member(kip848, group, topic)
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        before = m.snapshot()
+        assert m.batch_planned(before.owned)
+        kip848.mock.clear_requests()
+        kip848.mock.start_request_tracking()
+        # the next heartbeat fences the member on the broker; the answer is held back 5 s
+        kip848.mock.push_broker_request_error(1, CONSUMER_GROUP_HEARTBEAT, KafkaError.FENCED_MEMBER_EPOCH, 5000)
+        wait_until(lambda: any(api == CONSUMER_GROUP_HEARTBEAT for _, api in kip848.mock.requests()), 5,
+                   interval=0.02, message="the fencing heartbeat to reach the broker")
+        kip848.mock.stop_request_tracking()
+        assert kip848.mock.broker_pending_errors(1, CONSUMER_GROUP_HEARTBEAT) == 0
+        result = m.commit({tp: 10 for tp in before.owned}, before.owned)
+        m.batch_completed()
+        assert not result.committed, result
+        assert result.lost == frozenset(before.owned), result
+        assert "UNKNOWN_MEMBER_ID" in (result.error or "") or "Unknown member" in (result.error or ""), result
+        assert m.counters.fenced_commits == 1 and m.counters.partitions_lost == 4
+        assert not m.snapshot().owned, "lost partitions must stop being planned at once"
+        assert committed_offsets(kip848.bootstrap, group, topic, 4) == {p: None for p in range(4)}
+        # back in the group under a new epoch, with new serials
+        wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="a rejoin")
+        after = m.snapshot()
+        assert all(after.owned[tp] != before.owned[tp] for tp in after.owned)
+        stale = m.commit({tp: 10 for tp in before.owned}, before.owned)
+        assert not stale.committed and stale.skipped == frozenset(before.owned), stale
+        assert committed_offsets(kip848.bootstrap, group, topic, 4) == {p: None for p in range(4)}
+        fresh = m.commit({tp: 10 for tp in after.owned}, after.owned)
+        assert fresh.committed == frozenset(after.owned), fresh
+    finally:
+        m.close()
+
+
+def test_static_member_restart_keeps_its_partitions(kip848, unique_name):
+    """A static member that closes and comes back within the session keeps its partitions; the
+    other member sees no rebalance."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
+                   and not m.snapshot().revoking, 30, message="a disjoint split")
+        ours, events = set(m.snapshot().owned), list(peer.events)
+        m.close()
+        time.sleep(1.0)  # a restart inside the 6 s session
+        m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+        m.start()
+        wait_until(lambda: set(m.snapshot().owned) == ours, 20, message="the same partitions back")
+        time.sleep(2 * HEARTBEAT_MS / 1000 + 0.5)
+        assert peer.events == events, "the other member saw a rebalance"
+        assert set(m.snapshot().owned) == ours
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+@pytest.mark.parametrize("errors", [
+    [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 3,
+    [KafkaError.NOT_COORDINATOR],
+    [KafkaError.STALE_MEMBER_EPOCH],
+], ids=["loading", "moved", "stale-epoch"])
+def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, unique_name, errors):
+    """Coordinator errors and STALE_MEMBER_EPOCH on OffsetCommit: nothing is lost, the offsets
+    are kept and land with the next flush while the partitions stay ours."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 2)
+    m = member(kip848, group, topic)
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
+        owned = m.snapshot().owned
+        kip848.mock.push_request_errors(OFFSET_COMMIT, errors)
+        first = m.commit({tp: 5 for tp in owned}, owned)
+        assert not first.lost, first
+        if first.failed:  # librdkafka retries a moved coordinator itself; otherwise kept
+            assert first.failed == frozenset(owned) and m.pending() == {tp: 5 for tp in owned}
+            result = wait_until(lambda: (r := m.flush_pending()) is not None and r.committed and r, 15,
+                                message="a resend to land")
+            assert result.committed == frozenset(owned)
+        else:
+            assert first.committed == frozenset(owned)
+        assert committed_offsets(kip848.bootstrap, group, topic, 2) == {0: 5, 1: 5}
+        assert m.pending() == {}
+    finally:
+        kip848.mock.clear_request_errors(OFFSET_COMMIT)
+        m.close()
+
+
+def test_topic_pattern_subscription(kip848, unique_name):
+    prefix = unique_name("pat").replace(".", "-")
+    a, b = f"{prefix}-a", f"{prefix}-b"
+    kip848.create_topic(a, 2)
+    kip848.create_topic(b, 2)
+    kip848.create_topic(f"x{prefix}-c", 2)  # not a whole-name match
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=unique_name("group"), pattern=f"{prefix}-.*",
+        client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="both matching topics")
+        assert {tp.topic for tp in m.snapshot().owned} == {a, b}
+        assert TopicPartition(a, 0) in m.snapshot().owned
+    finally:
+        m.close()
+
+
+def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, unique_name, tmp_path):
+    """readStream with kafka.group.protocol=consumer: the query reads everything alone, then a
+    librdkafka consumer joins; the broker moves partitions to it only after the query's batch
+    committed, it continues exactly at the query's commits, and each new record is read by the
+    one member owning its partition: every record once, commits at the ends."""
+    from test_stream_support import (
+        duplicates,
+        ends,
+        process_all,
+        produce,
+        rows,
+        stop,
+        table_name,
+    )
+
+    topic, group, name = unique_name("topic"), unique_name("group"), None
+    kip848.create_topic(topic, 4)
+    produced = produce(kip848.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "kip848")
+    df = (spark.readStream.format("groupkafka")
+          .option("kafka.bootstrap.servers", kip848.bootstrap).option("kafka.group.id", group)
+          .option("subscribe", topic).option("kafka.group.protocol", "consumer")
+          .option("kafka.group.remote.assignor", "range").option("kafka.auto.offset.reset", "earliest")
+          .option("kafka.max.poll.interval.ms", "60000").load())
+    query = (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())
+    peer = None
+    try:
+        wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 40, 120, interval=0.5,
+                   message="the query to read the first 40 records")
+        assert {(r[1], r[2]) for r in rows(spark, name)} == {(r.partition, r.offset) for r in produced}
+        wait_until(lambda: committed_offsets(kip848.bootstrap, group, topic, 4) == ends(produced), 30,
+                   message="the query to commit the first batch")
+        peer = Peer(kip848, group, topic)
+        wait_until(lambda: len(peer.assigned) == 2, 60, interval=0.5, message="the peer to get two partitions")
+        theirs = set(peer.assigned)
+        before = len(rows(spark, name))
+        more = produce(kip848.bootstrap, topic, 40, 4, start=40)
+        produced += more
+
+        def all_read() -> bool:
+            process_all(query)
+            return len(rows(spark, name)) - before + len(peer.records) >= len(more)
+
+        wait_until(all_read, 90, interval=0.5, message="the query and the peer to read the new records")
+        ours_new = rows(spark, name)[before:]
+        assert {r[1] for r in ours_new}.isdisjoint(theirs)
+        assert {p for p, _ in peer.records} <= theirs
+        got = {(r[1], r[2]) for r in rows(spark, name)} | set(peer.records)
+        assert got == {(r.partition, r.offset) for r in produced}, "records lost"
+        assert not duplicates(rows(spark, name)), "the query read a record twice"
+        assert not {(r[1], r[2]) for r in rows(spark, name)} & set(peer.records), "read by both members"
+        first = {p: min(o for q, o in peer.records if q == p) for p in theirs}
+        assert first == {p: 10 for p in theirs}, "the peer must continue at the query's commits"
+        mine = sorted(set(range(4)) - theirs)
+        want = {p: o for p, o in ends(produced).items() if p in mine}
+        wait_until(lambda: process_all(query) or committed_offsets(kip848.bootstrap, group, topic, mine) == want,
+                   30, interval=0.5, message="the query to commit its partitions' ends")
+    finally:
+        stop(query)
+        if peer is not None:
+            peer.close()
+
+
+def test_spark_query_rides_through_its_member_being_fenced(spark, kip848, unique_name, tmp_path):
+    """Chaos: the broker fences the query's member (a heartbeat answered FENCED_MEMBER_EPOCH,
+    the answer held back 2 s) while records keep arriving. Its partitions are lost, it rejoins
+    under a new epoch, resumes each partition from the group's commits: every record is read
+    (at-least-once) and the commits reach the ends."""
+    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produced = produce(kip848.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "fenced")
+    df = (spark.readStream.format("groupkafka")
+          .option("kafka.bootstrap.servers", kip848.bootstrap).option("kafka.group.id", group)
+          .option("subscribe", topic).option("kafka.group.protocol", "consumer")
+          .option("kafka.auto.offset.reset", "earliest").option("kafka.max.poll.interval.ms", "60000").load())
+    query = (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 40, 120, interval=0.5,
+                   message="the query to read the first 40 records")
+        kip848.mock.push_broker_request_error(1, CONSUMER_GROUP_HEARTBEAT, KafkaError.FENCED_MEMBER_EPOCH, 2000)
+        for i in range(4):  # records arrive while the member is fenced and rejoins
+            produced += produce(kip848.bootstrap, topic, 8, 4, start=40 + 8 * i)
+            time.sleep(0.5)
+        # the query's member is the only one in the group: its heartbeat took the error (the mock
+        # dropped it from the group then)
+        wait_until(lambda: kip848.mock.broker_pending_errors(1, CONSUMER_GROUP_HEARTBEAT) == 0, 10,
+                   message="the fencing heartbeat")
+
+        def all_read() -> bool:
+            process_all(query)
+            return {(r[1], r[2]) for r in rows(spark, name)} >= {(r.partition, r.offset) for r in produced}
+
+        wait_until(all_read, 120, interval=0.5, message="every record to be read after the fence")
+        got = rows(spark, name)
+        assert {(r[1], r[2]) for r in got} == {(r.partition, r.offset) for r in produced}
+        wait_until(lambda: process_all(query) or committed_offsets(kip848.bootstrap, group, topic, 4) == ends(produced),
+                   30, interval=0.5, message="the commits to reach the ends")
+        print(f"duplicates after the fence: {len(duplicates(got))} of {len(produced)} records")
+    finally:
+        stop(query)
+
+
+def test_coordinated_backfill_in_consumer_mode(kip848, unique_name):
+    """A group-coordinated backfill joins as a KIP-848 member, plans only what the broker
+    assigned to it (the rest stays with the librdkafka consumer) and commits those ends."""
+    from spark_groupsource.backfill import BackfillPlan
+
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 4)
+    produce_keyed(kip848.bootstrap, topic, 40, partitions=4)
+    peer = Peer(kip848, group, topic)
+    try:
+        wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to own everything")
+        options = {"kafka.bootstrap.servers": kip848.bootstrap, "kafka.group.id": group, "subscribe": topic,
+                   "kafka.group.protocol": "consumer", "groupCoordinated": "true", "commitOffsets": "true"}
+        with BackfillPlan.resolve(options, settle_s=2 * HEARTBEAT_MS / 1000 + 1, assignment_timeout_s=60) as plan:
+            planned = {r.partition for r in plan.ranges if r.size > 0}
+            assert len(planned) == 2 and planned.isdisjoint(peer.assigned), (planned, peer.assigned)
+            assert all((r.start, r.until) == (0, 10) for r in plan.ranges if r.size > 0)
+            result = plan.commit()
+        assert {tp.partition: off for tp, off in result.committed.items()} == {p: 10 for p in planned}
+        assert committed_offsets(kip848.bootstrap, group, topic, sorted(planned)) == {p: 10 for p in planned}
+        wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to get everything back")
+    finally:
+        peer.close()
+
+
+def test_broker_without_the_consumer_protocol_fails_at_once_saying_so(tansu_broker, unique_name):
+    """Tansu's ApiVersions leave out ConsumerGroupHeartbeat: the member fails at once (instead of
+    after groupJoinTimeoutMs) with an error naming the protocol and the fix."""
+    from spark_groupsource.errors import MembershipError
+
+    topic = unique_name("topic")
+    tansu_broker.create_topic(topic, 2)
+    m = member(tansu_broker, unique_name("group"), topic)
+    m.start()
+    try:
+        with pytest.raises(MembershipError) as info:
+            m.wait_for_assignment(30)
+        assert "ConsumerGroupHeartbeat" in str(info.value) and "kafka.group.protocol=classic" in str(info.value)
+    finally:
+        m.close()
