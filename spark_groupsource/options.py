@@ -487,8 +487,10 @@ def validate_definition(options: Mapping[str, str]) -> None:
     except OptionError as exc:
         batch_error = exc
     raw = _normalize(options)
-    # The error of the mode the options point to (a batch-only option means spark.read).
-    if (_BATCH_ONLY & raw.keys()) and not (_STREAM_ONLY & raw.keys()):
+    # The error of the mode the options point to: a batch-only option means spark.read, and so
+    # does a missing kafka.group.id (a stream always needs one; a plain batch read does not).
+    batch_only = (_BATCH_ONLY & raw.keys()) and not (_STREAM_ONLY & raw.keys())
+    if batch_only or (stream_error.option == "kafka.group.id" and "kafka.group.id" not in raw):
         raise batch_error.with_traceback(None) from None
     raise stream_error.with_traceback(None) from None
 

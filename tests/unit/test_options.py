@@ -660,3 +660,12 @@ def test_validate_definition_accepts_what_one_mode_accepts(extra: dict[str, str]
     validate_definition({**BASE, **{k.lower(): v for k, v in extra.items()}})
     no_group = {k: v for k, v in BASE.items() if k != "kafka.group.id"}
     validate_definition({**no_group, "startingoffsets": "earliest"})  # batch without a group
+
+
+def test_validate_definition_without_a_group_reports_the_batch_error() -> None:
+    """No kafka.group.id means spark.read (a stream always needs one): the user sees the batch
+    mode's error, not "kafka.group.id is required"."""
+    no_group = {k: v for k, v in BASE.items() if k != "kafka.group.id"}
+    with pytest.raises(OptionError) as info:
+        validate_definition({**no_group, "startingoffsets": "latest"})
+    assert info.value.option == "startingOffsets" and "not valid for a batch" in str(info.value)
