@@ -26,6 +26,7 @@ lint:
 
 bench:
 	$(PY) bench/assignors.py
+	$(PY) bench/leader_round.py
 	$(PY) bench/throughput.py
 	$(PY) bench/small_batches.py
 

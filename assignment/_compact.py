@@ -96,9 +96,15 @@ class WirePartitions(_LazyPartitions):
         """Partition numbers in ``space`` (entries outside it are dropped), in wire order."""
         flat = self.flat
         if flat is not None and flat:
-            offs = list(map(space.offset_by_topic.get, self.topics))
-            if (None not in offs and min(flat) >= 0
-                    and all(map(lt, flat, map(space.count_by_topic.__getitem__, self.topics)))):
+            # members listing the same topics share one list: look its offsets up once
+            memo = space.cache.setdefault("wire_offsets", {})
+            hit = memo.get(id(self.topics))
+            if hit is None or hit[0] is not self.topics:
+                offs = list(map(space.offset_by_topic.get, self.topics))
+                counts = None if None in offs else list(map(space.count_by_topic.__getitem__, self.topics))
+                hit = memo[id(self.topics)] = (self.topics, offs, counts)
+            _, offs, counts = hit
+            if counts is not None and min(flat) >= 0 and all(map(lt, flat, counts)):
                 return list(map(add, offs, flat))
         get = space.offset_count
         out: list[int] = []

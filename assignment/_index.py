@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from itertools import repeat
+from operator import floordiv, mod
 
 from assignment.model import TopicPartition
 
@@ -21,7 +23,7 @@ def topic_partitions(topic: str, n: int) -> tuple[TopicPartition, ...]:
 class PartitionSpace:
     __slots__ = ("topics", "offsets", "counts", "total", "_offset_of", "_topic_of", "_part_of",
                  "_table", "cache",
-                 "offset_by_topic", "count_by_topic")
+                 "offset_by_topic", "count_by_topic", "equal_count")
 
     def __init__(self, partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> None:
         self.topics = sorted({t for t in topics if partitions_per_topic.get(t, 0) > 0})
@@ -39,10 +41,26 @@ class PartitionSpace:
         self.cache: dict[str, object] = {}  # derived data other modules keep per space
         self.offset_by_topic = dict(zip(self.topics, self.offsets, strict=True))
         self.count_by_topic = dict(zip(self.topics, self.counts, strict=True))
+        # the partition count of every topic when they are all equal (else 0)
+        self.equal_count = self.counts[0] if self.counts and len(set(self.counts)) == 1 else 0
 
     def offset_count(self, topic: str) -> tuple[int, int] | None:
         """(first number, partition count) of ``topic``, or None if not in this space."""
         return self._offset_of.get(topic)
+
+    def topics_of(self, idx: list[int]):
+        """Topic numbers of the partition numbers ``idx`` (an iterator; C loops)."""
+        n = self.equal_count
+        if n:  # equal counts: plain arithmetic, no lookups
+            return map(floordiv, idx, repeat(n))
+        return map(self.topic_of().__getitem__, idx)
+
+    def partitions_of(self, idx: list[int]):
+        """Partition numbers within their topics of the partition numbers ``idx`` (an iterator)."""
+        n = self.equal_count
+        if n:
+            return map(mod, idx, repeat(n))
+        return map(self.part_of().__getitem__, idx)
 
     def topic_of(self) -> list[int]:
         """Per partition number, its topic's position in ``topics`` (built once, in C loops)."""
@@ -56,9 +74,11 @@ class PartitionSpace:
     def part_of(self) -> list[int]:
         """Per partition number, its partition number within its topic."""
         if self._part_of is None:
+            # one int object per partition number, shared by all topics: compact in memory
+            base = list(range(max(self.counts, default=0)))
             out: list[int] = []
             for n in self.counts:
-                out += range(n)
+                out += base[:n]
             self._part_of = out
         return self._part_of
 
@@ -119,22 +139,4 @@ class PartitionSpace:
             for i, m in enumerate(owner):
                 if m >= 0:
                     appends[m](i)
-        return outs
-
-    def build(self, owner: list[int], n_members: int, skip: set[int] | None = None
-              ) -> list[list[TopicPartition]]:
-        """Per member (by number) its partitions in TopicPartition order, from an owner array."""
-        outs: list[list[TopicPartition]] = [[] for _ in range(n_members)]
-        appends = [o.append for o in outs]
-        for topic, off, n in zip(self.topics, self.offsets, self.counts, strict=True):
-            tps = topic_partitions(topic, n)
-            seg = owner[off : off + n]
-            if skip:
-                for p, m in enumerate(seg):
-                    if m >= 0 and off + p not in skip:
-                        appends[m](tps[p])
-            else:
-                for p, m in enumerate(seg):
-                    if m >= 0:
-                        appends[m](tps[p])
         return outs

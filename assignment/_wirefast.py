@@ -43,10 +43,12 @@ class _Names(dict):
 class SubscriptionDecoder:
     """Decodes many members' subscriptions, sharing what repeats between them."""
 
-    __slots__ = ("_names", "_sections", "_shapes")
+    __slots__ = ("_names", "_sections", "_shapes", "_owned_topics")
 
     def __init__(self) -> None:
         self._names = _Names()
+        # owned entries' topic names, shared between members that list the same topics
+        self._owned_topics: dict[tuple[bytes, ...], list[str]] = {}
         self._sections: list[tuple[bytes, tuple[str, ...]]] = []
         self._shapes: dict[tuple[int, bytes], tuple[struct.Struct, int, tuple[int, ...]]] = {}
 
@@ -121,7 +123,12 @@ class SubscriptionDecoder:
             if pos + st.size <= len(data):
                 vals = st.unpack_from(data, pos)
                 if vals[0::stride] == lens and vals[2::stride] == (cnt,) * n:
-                    topics = list(map(self._names.__getitem__, vals[1::stride]))
+                    raw = vals[1::stride]
+                    topics = self._owned_topics.get(raw)
+                    if topics is None:
+                        topics = list(map(self._names.__getitem__, raw))
+                        if len(self._owned_topics) < 256:
+                            self._owned_topics[raw] = topics
                     if cnt == 1:
                         return WirePartitions(topics, None, n, vals[3::4]), pos + st.size
                     parts = [vals[j + 3:j + stride] for j in range(0, len(vals), stride)]
@@ -174,19 +181,25 @@ def _nbytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
 class AssignmentEncoder:
     """Encodes ``IndexedPartitions`` assignments of one partition space."""
 
-    __slots__ = ("space", "_headers", "_ints")
+    __slots__ = ("space", "_headers", "_ints", "_head1")
 
     def __init__(self, space) -> None:
         self.space = space
         self._headers = [_I16.pack(len(b)) + b for b in (t.encode("utf-8") for t in space.topics)]
         self._ints = [_I32.pack(p) for p in range(max(space.counts, default=0) + 1)]
+        self._head1 = [h + self._ints[1] for h in self._headers] if len(self._ints) > 1 else []
 
     def encode(self, parts: IndexedPartitions, user_data: bytes | None, version: int) -> bytes:
         idx = parts.idx
         n = len(idx)
         ints = self._ints
         if n:
-            ks = list(map(self.space.topic_of().__getitem__, idx))
+            ks = list(self.space.topics_of(idx))
+            values = map(ints.__getitem__, self.space.partitions_of(idx))
+            if len(set(ks)) == n:  # one partition per topic: header + count 1 + partition each
+                heads = map(self._head1.__getitem__, ks)
+                body = b"".join(chain.from_iterable(zip(heads, values, strict=True)))
+                return b"".join((_I16.pack(version), _I32.pack(n), body, _user_data(user_data)))
             # idx is sorted, so each topic is one run; a run starts where the topic changes
             starts = [0, *compress(range(1, n), map(ne, islice(ks, 1, None), ks))]
             counts = map(sub, chain(islice(starts, 1, None), (n,)), starts)
@@ -198,10 +211,12 @@ class AssignmentEncoder:
                 prefix = [b""] * n
                 for at, head in zip(starts, heads, strict=True):
                     prefix[at] = head
-            values = map(ints.__getitem__, map(self.space.part_of().__getitem__, idx))
             body = b"".join(chain.from_iterable(zip(prefix, values, strict=True)))
             n_topics = len(heads)
         else:
             body, n_topics = b"", 0
-        ud = _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + bytes(user_data)
-        return b"".join((_I16.pack(version), _I32.pack(n_topics), body, ud))
+        return b"".join((_I16.pack(version), _I32.pack(n_topics), body, _user_data(user_data)))
+
+
+def _user_data(user_data: bytes | None) -> bytes:
+    return _I32.pack(-1) if user_data is None else _I32.pack(len(user_data)) + bytes(user_data)

@@ -41,16 +41,17 @@ def lead_round(
     metadata: Mapping[str, bytes],
     group_instance_ids: Mapping[str, str | None],
     cluster_for: Callable[[set[str], bool], ClusterMetadata],
+    clock: Callable[[], float] = time.perf_counter,
 ) -> LeaderRound:
     """Decode, assign, validate, encode.
 
     ``cluster_for(topics, want_racks)`` returns the metadata of the subscribed
     topics; ``want_racks`` is False when no member reported a rack, so the
-    caller can skip collecting replica racks per partition.
+    caller can skip collecting replica racks per partition. ``clock`` times the
+    phases (a benchmark on a shared machine passes ``time.process_time``).
     Raises InvalidAssignmentError (the assignor's output breaks the group) and
     whatever the assignor raises; undecodable members get an empty assignment.
     """
-    clock = time.perf_counter
     t0 = clock()
     decoded = protocol.decode_members(metadata, group_instance_ids)
     subs, bad = decoded.subscriptions, decoded.errors

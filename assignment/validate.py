@@ -7,8 +7,10 @@ turns that into an error naming the assignor and the partition.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
-from itertools import chain
+from itertools import compress, repeat
+from operator import not_
 
 from assignment._compact import IndexedPartitions
 from assignment.errors import InvalidAssignmentError
@@ -112,10 +114,11 @@ def _validate_indexed(
         return False
     if any(ppt.get(t, 0) > 0 and not space.has_topic(t) for t in subscribed):
         return False  # a subscribed topic the assignor did not see: let the general check name it
-    topic_of = space.topic_of()
     tid = {t: k for k, t in enumerate(space.topics)}
     allowed_by_topics: dict[tuple[str, ...], frozenset[int]] = {}
-    every: list[int] = []
+    marks = bytearray(space.total)  # 1 where some member got the partition
+    mark = marks.__setitem__
+    n_given = 0
     for member, ma in assignment.items():
         sub = subscriptions.get(member)
         if sub is None:
@@ -126,16 +129,17 @@ def _validate_indexed(
         if allowed is None:
             allowed = allowed_by_topics[sub.topics] = frozenset(
                 tid[t] for t in sub.topics if t in tid)
-        present = set(map(topic_of.__getitem__, idx))
+        present = set(space.topics_of(idx))
         if not present <= allowed:
             k = min(present - allowed)
-            tp = next(space.partition(i) for i in idx if topic_of[i] == k)
+            tp = next(space.partition(i) for i in idx if space.partition(i).topic == space.topics[k])
             raise InvalidAssignmentError(
                 assignor_name,
                 f"partition {tp} given to member {member!r}, which is not subscribed to {tp.topic!r}")
-        every.extend(idx)
-    seen = set(every)
-    if len(seen) != len(every):
+        deque(map(mark, idx, repeat(1)), maxlen=0)
+        n_given += len(idx)
+    n_marked = marks.count(1)
+    if n_marked != n_given:
         holders: dict[int, list[str]] = {}
         for member, ma in assignment.items():
             for i in ma.partitions.idx:  # type: ignore[attr-defined]
@@ -147,9 +151,9 @@ def _validate_indexed(
             f"partition {space.partition(i)} is assigned to {len(holders[i])} member(s) ({who}), "
             "expected 1")
     ranges = [space.topic_range(t) for t in sorted(subscribed) if space.has_topic(t)]
-    if len(seen) == sum(map(len, ranges)):
+    if n_marked == sum(map(len, ranges)):  # every partition given is subscribed: all covered
         return True
-    missing = set(chain.from_iterable(ranges)) - seen
+    missing = {i for r in ranges for i in compress(r, map(not_, marks[r.start:r.stop]))}
     if cooperative:  # held back only if some member reported owning it (it is revoked now)
         claimed: set[int] = set()
         for sub in subscriptions.values():

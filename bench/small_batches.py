@@ -10,12 +10,13 @@ one task per partition that has new records. From Spark's progress of each batch
           partitions) + getBatch + walCommit + commitOffsets (Spark's offset and commit logs)
   fetch:  addBatch (the executors' fetch into the sink)
 
-    python bench/small_batches.py [--partitions 1000] [--rate 10] [--trigger-ms 500] [--batches 30]
+    python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -27,7 +28,7 @@ import time
 from confluent_kafka import Producer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Meter, spark_session  # noqa: E402
+from _common import Meter, produce, spark_session  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
@@ -54,15 +55,22 @@ def _wait_batches(q, after: int, n: int, deadline: float) -> int:
         done = sorted(p["batchId"] for p in q.recentProgress if p["batchId"] > after and p["numInputRows"])
         if len(done) >= n:
             return done[n - 1]
-        time.sleep(0.5)
+        time.sleep(1.0)
     return max((p["batchId"] for p in q.recentProgress), default=after)
+
+
+def _partitions_read(progress: dict) -> int:
+    """Partitions whose range in the batch's end offset is non-empty (each becomes one task)."""
+    end = progress["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    return sum(1 for parts in end["ranges"].values() for lo, hi in parts.values() if hi > lo)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=1000)
-    ap.add_argument("--rate", type=float, default=10.0, help="records/s produced (default 10)")
-    ap.add_argument("--trigger-ms", type=int, default=500)
+    ap.add_argument("--rate", type=float, default=3.0, help="records/s produced (default 3)")
+    ap.add_argument("--trigger-ms", type=int, default=1000)
     ap.add_argument("--batches", type=int, default=30, help="measured batches with data, after the warm-up")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--backend", default="mock", choices=["mock", "tansu"])
@@ -70,6 +78,7 @@ def main(argv=None) -> int:
     spark = spark_session(args.cores)
     topic = "small"
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
+        produce(broker.bootstrap, topic, 1, 1, 100)
         stop = threading.Event()
         producer = threading.Thread(target=trickle, args=(broker.bootstrap, topic, args.partitions, args.rate, stop),
                                     daemon=True)
@@ -77,16 +86,17 @@ def main(argv=None) -> int:
               .option("kafka.bootstrap.servers", broker.bootstrap)
               .option("kafka.group.id", f"bench-small-{time.time_ns()}")
               .option("subscribe", topic)
-              .option("startingOffsets", "latest")
+              .option("startingOffsets", "earliest")
               .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
               .load())
         with tempfile.TemporaryDirectory() as ck:
             q = (df.writeStream.format("noop").option("checkpointLocation", ck)
                  .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
+            # the first batch reads one record (the group is joined, Python workers start);
+            # the trickle starts after it, so no backlog of one task per partition piles up
+            first = _wait_batches(q, -1, 1, time.monotonic() + 600)
             producer.start()
-            # warm-up: Python workers start, the group is joined, and the records that piled up
-            # meanwhile (one task per partition with data) are worked off
-            warm = _wait_batches(q, -1, 1 + WARMUP_BATCHES, time.monotonic() + 600)
+            warm = _wait_batches(q, first, WARMUP_BATCHES, time.monotonic() + 600)
             with Meter([broker.pid] if broker.pid else []) as meter:
                 _wait_batches(q, warm, args.batches, time.monotonic() + 600)
                 progress = [p for p in q.recentProgress if p["batchId"] > warm]
@@ -100,6 +110,7 @@ def main(argv=None) -> int:
               "too busy, or raise --rate")
         return 1
     rows = [p["numInputRows"] for p in batches]
+    tasks = statistics.mean(_partitions_read(p) for p in batches)
     part_ms = {k: statistics.mean(p["durationMs"].get(k, 0) for p in batches) for k in (*DRIVER_PARTS, "addBatch")}
     trigger_ms = statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in batches)
     driver = sum(part_ms[k] for k in DRIVER_PARTS)
@@ -113,6 +124,8 @@ def main(argv=None) -> int:
     print(f"  {'driver total':<38}{driver:>9.1f}")
     print(f"  {'fetch (addBatch)':<38}{fetch:>9.1f}")
     print(f"  {'triggerExecution':<38}{trigger_ms:>9.1f}")
+    print(f"{tasks:.1f} partitions with new records per batch (one task each): fetch {fetch / tasks:.0f} ms "
+          f"per task")
     print(f"CPU: {meter.cpu / max(1, len(progress)) * 1000:.0f} ms per micro-batch over the measured run "
           f"(Spark JVM, Python workers and the bench process with its producer; broker excluded)")
     print(f"ratio driver (planning + commit) / fetch: {driver / fetch:.2f}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -125,8 +126,10 @@ class QueryProcess:
 def run(cfg: DemoConfig) -> dict:
     """Run the scenario; returns the recorded data (also written to ``data.json``)."""
     cfg.out.mkdir(parents=True, exist_ok=True)
-    for old in cfg.out.glob("*"):
-        if old.is_file():
+    for old in cfg.out.glob("*"):  # an earlier run's files and query checkpoints
+        if old.is_dir() and old.name.endswith(".checkpoint"):
+            shutil.rmtree(old)
+        elif old.is_file():
             old.unlink()
     topic, group = "demo", f"demo-{uuid.uuid4().hex[:8]}"
     everything = frozenset(range(cfg.partitions))
@@ -250,6 +253,7 @@ def analyse(cfg, topic, group, t_start, t_end, phases, queries, consumer, produc
         "planned_outside_ownership": outside,
         "lag": tl.lag_by_member(sampler.samples, ivals, [m for m in MEMBERS if m in reads]),
         "lag_sample_errors": sampler.errors,
+        "samples": [{"t": x.t, "committed": x.committed, "ends": x.ends} for x in sampler.samples],
     }
 
 

@@ -36,6 +36,7 @@ from spark_groupsource.admission import (
 )
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
 from spark_groupsource.fetch import read_partition
+from spark_groupsource.group_seam import Membership
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 from spark_groupsource.offset_reader import reader_for
@@ -69,11 +70,13 @@ class DataLossCounters:
 class _Driver:
     """Driver-only state: group membership, the offset reader, positions, planned batches."""
 
-    def __init__(self, opts: opt.StreamOptions):
+    def __init__(self, opts: opt.StreamOptions, membership: Membership | None = None, reader=None):
+        """``membership`` and ``reader`` replace the group member and the offset reader
+        (unit tests of the planner, through the membership seam)."""
         configure_worker_logging()
         self.opts = opts
         assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
-        self.membership = GroupMembership(
+        self.membership: Membership = membership or GroupMembership(
             MembershipConfig(
                 group_id=opts.group_id,
                 assignors=assignors,
@@ -87,7 +90,7 @@ class _Driver:
             ),
             drain_timeout_s=(opts.max_poll_interval_ms or 300_000) / 1000.0,
         )
-        self.reader = reader_for(opts)
+        self.reader = reader or reader_for(opts)
         self.outage = Unavailability(opts.broker_outage_timeout_ms / 1000.0)
         self.data_loss = DataLossCounters()
         self.lock = threading.RLock()
@@ -106,7 +109,8 @@ class _Driver:
         self.closed = False
         self.started_at = time.monotonic()
         self.membership.start()
-        self._install_shutdown_hooks()
+        if membership is None:
+            self._install_shutdown_hooks()
         first_wait = min(opts.group_join_timeout_ms / 1000.0, max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))
         self.joined = self.membership.wait_for_assignment(timeout_s=first_wait)
         if not self.joined:

@@ -311,12 +311,14 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def group_member(broker: Any, group: str, topic: str | None = None, assignor: str = "range", *,
+def group_member(broker: Any, group: str, topic: str | None = None, assignor: Any = "range", *,
                  client: Mapping[str, Any] | None = None, **cfg: Any) -> Any:
     """A driver-side group member (not started) with the broker's recommended timeouts: on the
     mock, a leader sync delay (it rejects a follower SyncGroup arriving after the leader's) and a
     short request timeout (it sometimes never answers a SyncGroup). ``cfg``: more
-    ``MembershipConfig`` fields (``pattern``, ``group_instance_id``...)."""
+    ``MembershipConfig`` fields (``pattern``, ``group_instance_id``...). ``assignor``: a name or
+    spec for the registry, or an ``Assignor`` object."""
+    from assignment.base import Assignor
     from assignment.registry import create_assignors
     from spark_groupsource.membership import GroupMembership, MembershipConfig
 
@@ -324,7 +326,7 @@ def group_member(broker: Any, group: str, topic: str | None = None, assignor: st
     return GroupMembership(
         MembershipConfig(
             group_id=group,
-            assignors=tuple(create_assignors(assignor)),
+            assignors=(assignor,) if isinstance(assignor, Assignor) else tuple(create_assignors(assignor)),
             topics=(topic,) if topic else (),
             client_config={
                 "bootstrap_servers": broker.bootstrap.split(","),
@@ -339,3 +341,49 @@ def group_member(broker: Any, group: str, topic: str | None = None, assignor: st
         ),
         drain_timeout_s=5,
     )
+
+
+class PolledConsumer:
+    """A librdkafka group member polled from a thread, recording what it owns (eager or
+    cooperative, following its ``partition.assignment.strategy``)."""
+
+    def __init__(self, conf: dict, topic: str):
+        import threading
+
+        self.owned: set = set()
+        self._lock = threading.Lock()
+        coop = conf.get("partition.assignment.strategy") == "cooperative-sticky"
+
+        def key(p):
+            from assignment.model import TopicPartition as OurTP
+
+            return OurTP(p.topic, p.partition)
+
+        def on_assign(c, parts):
+            with self._lock:
+                self.owned |= {key(p) for p in parts}
+            c.incremental_assign(parts) if coop else c.assign(parts)
+
+        def on_revoke(c, parts):
+            with self._lock:
+                self.owned -= {key(p) for p in parts}
+            c.incremental_unassign(parts) if coop else c.unassign()
+
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.consumer.poll(0.1)
+
+    def snapshot(self) -> set:
+        with self._lock:
+            return set(self.owned)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()

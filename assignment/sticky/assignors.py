@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress, repeat
+from operator import ne
 
 from assignment._compact import IndexedPartitions
 from assignment.base import Assignor
@@ -28,7 +30,15 @@ def _to_group_assignment(res: StickyResult, subscriptions: Mapping[str, Subscrip
                          skip: set[int] | None = None) -> GroupAssignment:
     # Compact partition lists: the validator and the encoder read the numbers directly.
     space = res.space
-    per_member = space.member_indices(res.owner, len(res.members), skip)
+    if res.per_member is not None:
+        per_member = res.per_member
+        if skip:
+            for m in {res.owner[i] for i in skip if res.owner[i] >= 0}:
+                per_member[m] = [i for i in per_member[m] if i not in skip]
+        for lst in per_member:
+            lst.sort()
+    else:
+        per_member = space.member_indices(res.owner, len(res.members), skip)
     out = {m: MemberAssignment(IndexedPartitions(space, idx))  # type: ignore[arg-type]
            for m, idx in zip(res.members, per_member, strict=True)}
     for m in subscriptions:
@@ -139,11 +149,11 @@ class CooperativeStickyAssignor(Assignor):
         owner = res.owner
         if res.uniform:
             out: set[int] = set(i for i in (res.multi or ()) if owner[i] >= 0)
+            get = owner.__getitem__
             for m, mine in enumerate(res.owned or ()):
-                for i in mine:
-                    o = owner[i]
-                    if o >= 0 and o != m:
-                        out.add(i)
+                # C loop: the previously owned partitions now held by someone else
+                moved = compress(mine, map(ne, map(get, mine), repeat(m)))
+                out.update(i for i in moved if owner[i] >= 0)
             return out
         space = res.space
         claims = [space.indices(subscriptions[mid].owned_partitions) for mid in res.members]

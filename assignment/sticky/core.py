@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import lt
 
 from assignment._common import use_rack_aware
 from assignment._index import PartitionSpace
@@ -46,6 +48,7 @@ class StickyResult:
     uniform: bool = True
     owned: list[list[int]] | None = None  # per member: its valid previous partitions
     multi: set[int] | None = None  # claimed by several members of the same generation
+    per_member: list[list[int]] | None = None  # member number -> its partitions (any order)
 
 
 def sticky_assign(
@@ -54,20 +57,28 @@ def sticky_assign(
     member_data: Mapping[str, MemberData],
 ) -> StickyResult:
     members = sorted(subscriptions)
-    topic_sets = [frozenset(subscriptions[m].topics) for m in members]
+    sets: dict[tuple[str, ...], frozenset[str]] = {}  # decoded members share topic tuples
+    topic_sets = [sets.get(t) or sets.setdefault(t, frozenset(t))
+                  for t in (subscriptions[m].topics for m in members)]
     all_topics = set().union(*topic_sets) if topic_sets else set()
     space = PartitionSpace(cluster.partitions_per_topic, all_topics)
     owned, multi = _resolve_owned(members, space, member_data)
 
     racks = _RackInfo(cluster, subscriptions, members, space)
     uniform = all(ts == topic_sets[0] for ts in topic_sets)
+    per_member = None
     if not members:
         owner: list[int] = []
     elif uniform:
-        owner = _constrained(space, owned, racks)
+        owner, per_member = _constrained(space, owned, racks)
     else:
         owner = _general(space, members, topic_sets, owned, racks)
-    return StickyResult(members, space, owner, uniform, owned, multi)
+    return StickyResult(members, space, owner, uniform, owned, multi, per_member)
+
+
+def _scatter(owner: list[int], positions, m: int) -> None:
+    """``owner[i] = m`` for every i, in a C loop."""
+    deque(map(owner.__setitem__, positions, repeat(m)), maxlen=0)
 
 
 def _resolve_owned(
@@ -81,8 +92,9 @@ def _resolve_owned(
     """
     claims_all = [space.indices(md.partitions) if (md := member_data.get(mid)) is not None else []
                   for mid in members]
-    every = list(chain.from_iterable(claims_all))
-    if len(set(every)) == len(every):  # nobody claims a partition twice: nothing to resolve
+    marks = bytearray(space.total)  # nobody claims a partition twice: nothing to resolve
+    deque(map(marks.__setitem__, chain.from_iterable(claims_all), repeat(1)), maxlen=0)
+    if marks.count(1) == sum(map(len, claims_all)):
         return claims_all, set()
     n = space.total
     holder = [-1] * n
@@ -175,7 +187,8 @@ def _pt_key(space: PartitionSpace):
     return key
 
 
-def _constrained(space: PartitionSpace, owned: list[list[int]], racks: _RackInfo) -> list[int]:
+def _constrained(space: PartitionSpace, owned: list[list[int]], racks: _RackInfo
+                 ) -> tuple[list[int], list[list[int]]]:
     total = space.total
     nm = len(owned)
     min_q, extra = divmod(total, nm)
@@ -186,6 +199,7 @@ def _constrained(space: PartitionSpace, owned: list[list[int]], racks: _RackInfo
     counts = [0] * nm
     under: list[int] = []
     exact: list[int] = []
+    lists: list[list[int]] = []
     key = None
     for m in range(nm):
         own = owned[m]
@@ -210,12 +224,12 @@ def _constrained(space: PartitionSpace, owned: list[list[int]], racks: _RackInfo
             keep = own[:min_q]
             if cur_over < expected_over:
                 exact.append(m)
-        for i in keep:
-            owner[i] = m
+        _scatter(owner, keep, m)
         counts[m] = len(keep)
+        lists.append(list(keep))
 
     if any(c for c in counts):
-        unassigned = [i for i, o in enumerate(owner) if o < 0]
+        unassigned = list(compress(range(total), map(lt, owner, repeat(0))))
     else:
         unassigned = list(range(total))
     cpp = racks.consumers_per_partition
@@ -225,9 +239,9 @@ def _constrained(space: PartitionSpace, owned: list[list[int]], racks: _RackInfo
     state = [cur_over]
     if racks.enabled:
         unassigned = _rack_round_robin(unassigned, owner, counts, under, exact, min_q, max_q,
-                                       expected_over, state, racks)
-    _round_robin(unassigned, owner, counts, under, exact, min_q)
-    return owner
+                                       expected_over, state, racks, lists)
+    _round_robin(unassigned, owner, counts, under, exact, min_q, lists)
+    return owner, lists
 
 
 def _next_rack_consumer(racks: _RackInfo, i: int, members: list[int], first: int) -> int:
@@ -245,7 +259,7 @@ def _next_rack_consumer(racks: _RackInfo, i: int, members: list[int], first: int
 
 
 def _rack_round_robin(unassigned, owner, counts, under, exact, min_q, max_q, expected_over,
-                      state, racks) -> list[int]:
+                      state, racks, lists) -> list[int]:
     rest = []
     next_idx = 0
     for i in unassigned:
@@ -273,12 +287,13 @@ def _rack_round_robin(unassigned, owner, counts, under, exact, min_q, max_q, exp
         if consumer >= 0:
             owner[i] = consumer
             counts[consumer] += 1
+            lists[consumer].append(i)
         else:
             rest.append(i)
     return rest
 
 
-def _round_robin(unassigned, owner, counts, under, exact, min_q) -> None:
+def _round_robin(unassigned, owner, counts, under, exact, min_q, lists) -> None:
     """Java's assignRoundRobin, done a whole round of members at a time."""
     pos = 0
     total = len(unassigned)
@@ -291,8 +306,9 @@ def _round_robin(unassigned, owner, counts, under, exact, min_q) -> None:
             if rounds > 0:
                 stop = pos + rounds * k
                 for j, m in enumerate(under):
-                    for i in unassigned[pos + j : stop : k]:
-                        owner[i] = m
+                    got = unassigned[pos + j : stop : k]
+                    _scatter(owner, got, m)
+                    lists[m] += got
                     counts[m] += rounds
                 pos = stop
                 batch = under
@@ -301,6 +317,7 @@ def _round_robin(unassigned, owner, counts, under, exact, min_q) -> None:
                 for m, i in zip(batch, unassigned[pos:], strict=False):
                     owner[i] = m
                     counts[m] += 1
+                    lists[m].append(i)
                 pos = total
             filled = [m for m in batch if counts[m] == min_q]
             if filled:
@@ -314,6 +331,7 @@ def _round_robin(unassigned, owner, counts, under, exact, min_q) -> None:
             ei += 1
             owner[unassigned[pos]] = m
             counts[m] += 1
+            lists[m].append(unassigned[pos])
             pos += 1
 
 

@@ -142,3 +142,11 @@ def test_lead_round_gives_the_reference_pipeline_bytes(cls):
     want["broken"] = encode_assignment(MemberAssignment(()))
     assert got.assignments == want
     assert set(got.seconds) == {"decode", "metadata", "assign", "validate", "encode"}
+
+
+def test_unequal_partition_counts_that_sum_like_equal_ones():
+    """3 topics of 2, 1 and 3 partitions total 6 = 3 x 2: numbers must not be split as if equal."""
+    space = PartitionSpace({"a": 2, "b": 1, "c": 3}, ["a", "b", "c"])
+    fast = MemberAssignment(IndexedPartitions(space, [1, 2, 5]))
+    assert tuple(fast.partitions) == (TP("a", 1), TP("b", 0), TP("c", 2))
+    assert encode_assignment(fast) == encode_assignment(MemberAssignment(tuple(fast.partitions)))

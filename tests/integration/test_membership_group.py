@@ -6,14 +6,12 @@ generation, fencing, leaving) so that the stream tests can build on it.
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer
 
 from assignment.model import TopicPartition
-from helpers import committed_offsets, consumer_conf, group_member, wait_until
+from helpers import PolledConsumer, committed_offsets, consumer_conf, group_member, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.membership import GroupMembership
 
@@ -43,49 +41,6 @@ def _owning(m: GroupMembership, topic: str, partitions: int) -> dict[TopicPartit
     return wait_until(check, timeout=30, message=f"ownership of {topic}'s {partitions} partitions")
 
 
-class _Polling:
-    """A librdkafka consumer polled from a thread, recording what it owns."""
-
-    def __init__(self, conf: dict, topic: str):
-        self.owned: set[TopicPartition] = set()
-        self._lock = threading.Lock()
-
-        def on_assign(c, parts):
-            with self._lock:
-                self.owned |= {TopicPartition(p.topic, p.partition) for p in parts}
-            if conf.get("partition.assignment.strategy") == "cooperative-sticky":
-                c.incremental_assign(parts)
-            else:
-                c.assign(parts)
-
-        def on_revoke(c, parts):
-            with self._lock:
-                self.owned -= {TopicPartition(p.topic, p.partition) for p in parts}
-            if conf.get("partition.assignment.strategy") == "cooperative-sticky":
-                c.incremental_unassign(parts)
-            else:
-                c.unassign()
-
-        self.consumer = Consumer(conf)
-        self.consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.consumer.poll(0.1)
-
-    def snapshot(self) -> set[TopicPartition]:
-        with self._lock:
-            return set(self.owned)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
-
-
 def _settled(m: GroupMembership, other, total: int):
     def check():
         s = m.snapshot()
@@ -106,7 +61,7 @@ def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
     ours = _member(broker, group, topic, assignor)
     ours.start()
     _owning(ours, topic, 6)
-    theirs = _Polling(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
+    theirs = PolledConsumer(consumer_conf(broker, group, partition_assignment_strategy=assignor), topic)
     try:
         mine, other = wait_until(_settled(ours, theirs, 6), timeout=60, message="a 6-partition split")
         assert mine.isdisjoint(other)

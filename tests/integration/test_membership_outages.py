@@ -172,3 +172,23 @@ def test_coordinator_outage_beyond_the_bound_fails_clearly(cluster, unique_name)
     finally:
         cluster.mock.broker_up(coordinator)
         m.close()
+
+
+def test_coordinator_never_found_fails_clearly(cluster, unique_name):
+    """The cluster answers but FindCoordinator keeps failing: no assignment ever comes, and the
+    member says so after the bound (step "coordinator") instead of waiting forever."""
+    topic, group = unique_name("nocoord"), unique_name("g")
+    cluster.create_topic(topic, 1)
+    cluster.mock.push_request_errors(FIND_COORDINATOR, [COORDINATOR_NOT_AVAILABLE] * 2000)
+    m = group_member(cluster, group, topic, join_timeout_ms=3_000)
+    m.start()
+    try:
+        with pytest.raises(GroupUnreachableError) as info:
+            wait_until(lambda: m.raise_if_failed(), timeout=30, message="the coordinator error")
+        assert info.value.step == "coordinator", info.value
+        assert group in str(info.value) and "FindCoordinator" in str(info.value)
+        assert m.status().cluster_reached_at is not None and m.status().coordinator_found_at is None
+        assert m.status().assigned_at is None
+    finally:
+        cluster.mock.clear_request_errors(FIND_COORDINATOR)
+        m.close()

@@ -7,6 +7,7 @@ import time
 from datetime import datetime
 
 from test_stream_support import (
+    QUERY_TIMEOUT_S,
     assert_exactly,
     produce,
     stop,
@@ -16,18 +17,21 @@ from test_stream_support import (
     wait_rows,
 )
 
-DELAY_S = 15
-
 
 def _started(progress: dict) -> float:
     return datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def test_min_offsets_per_trigger_waits_for_records_or_the_delay(spark, broker, new_topic, unique_name, tmp_path):
+def _batches(q) -> list:
+    return [p for p in q.recentProgress if p["numInputRows"]]
+
+
+def test_min_offsets_per_trigger_holds_a_batch_until_enough_records(spark, broker, new_topic, unique_name, tmp_path):
+    delay_s = 120  # far longer than the test: every start below is decided by the count
     topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
     records = produce(broker.bootstrap, topic, 20, 2)
     q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest",
-                         minOffsetsPerTrigger="10", maxTriggerDelay=f"{DELAY_S}s"),
+                         minOffsetsPerTrigger="10", maxTriggerDelay=f"{delay_s}s"),
                   name, str(tmp_path / "ck"))
     try:
         wait_rows(spark, name, 20, query=q)  # the first batch of a run is never held
@@ -35,15 +39,50 @@ def test_min_offsets_per_trigger_waits_for_records_or_the_delay(spark, broker, n
         time.sleep(3)
         assert spark.table(name).count() == 20, "4 records < minOffsetsPerTrigger started a batch"
         records += produce(broker.bootstrap, topic, 6, 2, start=24)  # 10 waiting now
-        wait_rows(spark, name, 30, timeout=DELAY_S * 2, query=q)
-        records += produce(broker.bootstrap, topic, 3, 2, start=30)  # never 10: the delay starts it
-        wait_rows(spark, name, 33, timeout=DELAY_S * 4, query=q)
+        wait_rows(spark, name, 30, query=q)
         assert q.exception() is None
-        batches = [p for p in q.recentProgress if p["numInputRows"]]
+        batches = _batches(q)
     finally:
         stop(q)
-    assert [p["numInputRows"] for p in batches] == [20, 10, 3]
-    first, enough, late = (_started(p) for p in batches)
-    assert enough - first < DELAY_S, "the batch of 10 waited for the delay instead of starting"
-    assert late - enough >= DELAY_S - 1, f"the batch of 3 started {late - enough:.1f}s after the previous one"
+    assert [p["numInputRows"] for p in batches] == [20, 10]
+    assert _started(batches[1]) - _started(batches[0]) < delay_s
+    assert_exactly(spark, name, records)
+
+
+def test_max_trigger_delay_starts_a_small_batch(spark, broker, new_topic, unique_name, tmp_path):
+    delay_s = 5
+    topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
+    records = produce(broker.bootstrap, topic, 20, 2)
+    q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest",
+                         minOffsetsPerTrigger="1000", maxTriggerDelay=f"{delay_s}s"),
+                  name, str(tmp_path / "ck"))
+    try:
+        wait_rows(spark, name, 20, query=q)
+        records += produce(broker.bootstrap, topic, 3, 2, start=20)  # never 1000: only the delay starts it
+        wait_rows(spark, name, 23, query=q)
+        assert q.exception() is None
+        batches = _batches(q)
+    finally:
+        stop(q)
+    assert [p["numInputRows"] for p in batches] == [20, 3]
+    waited = _started(batches[1]) - _started(batches[0])
+    assert waited >= delay_s - 1, f"the batch of 3 started {waited:.1f}s after the previous one"
+    assert_exactly(spark, name, records)
+
+
+def test_available_now_is_not_held_by_min_offsets(spark, broker, new_topic, unique_name, tmp_path):
+    """Trigger.AvailableNow must end at its snapshot, so the minimum does not hold it back
+    (PySpark's ReadMinRows leaves this case to the source)."""
+    topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
+    records = produce(broker.bootstrap, topic, 6, 2)
+    q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest", minOffsetsPerTrigger="4",
+                         maxOffsetsPerTrigger="4", maxTriggerDelay="1h"),
+                  name, str(tmp_path / "ck"), available_now=True)
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
+        assert q.exception() is None
+        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    finally:
+        stop(q)
+    assert sizes == [4, 2]  # the last 2 (< minOffsetsPerTrigger) are read, not left behind
     assert_exactly(spark, name, records)

@@ -1,0 +1,506 @@
+"""The only module that touches kafka-python's internals (issue #11).
+
+kafka-python 3.0.12 drives the classic group protocol for us (connections, SASL/SSL, version
+negotiation, coordinator discovery, heartbeats, request encoding). Three of its coordinator's
+methods are replaced here, on our instance only, because as shipped they make us a bad group
+citizen:
+
+* ``join_group_async`` starts a new JoinGroup when the previous join task ``is_done``
+  without reading its result: a ``poll()`` whose timer ran out while a join was in flight
+  throws away a JoinGroup+SyncGroup round that succeeded, and the whole group rebalances
+  again. Ours always reads a finished task's result first.
+* ``need_rejoin`` says False while such a finished task waits to be read (the rejoin that
+  caused it may have been a metadata change that is settled by then), so the result would
+  sit unread until the session expired. Ours says True while a join task exists.
+* ``_do_join_and_sync_async`` ran the leader's assignor on the IO thread. Ours runs it on a
+  worker thread, heartbeats meanwhile (a leader round longer than the session must not cost
+  the session), schedules the optional leader SyncGroup delay on the IO loop (never a sleep
+  there), and notices a JoinGroup answer without a leader: a KIP-848 consumer group that
+  hosts us as a classic member and assigns by itself.
+
+Everything else the membership needs from the client goes through :class:`KafkaGroupClient`:
+its state, what it reached, one bounded OffsetCommit, OffsetFetch, pause and close.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import types
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kafka import AsyncConsumerRebalanceListener, KafkaConsumer
+from kafka import errors as kerr
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
+from kafka.structs import MemberState
+from kafka.structs import TopicPartition as KpTP
+
+from assignment.model import TopicPartition
+
+log = logging.getLogger("spark_groupsource.membership")
+
+# OffsetCommit answers
+FENCES = (kerr.IllegalGenerationError, kerr.UnknownMemberIdError, kerr.FencedInstanceIdError)
+_COORDINATOR_MOVED = (kerr.NotCoordinatorError, kerr.CoordinatorNotAvailableError, kerr.RequestTimedOutError)
+_RETRY_SAME = (kerr.CoordinatorLoadInProgressError,)
+# join errors after which retrying cannot help
+FATAL_JOIN_ERRORS = (
+    kerr.GroupAuthorizationFailedError,
+    kerr.InconsistentGroupProtocolError,
+    kerr.FencedInstanceIdError,
+    kerr.InvalidSessionTimeoutError,
+)
+KafkaError = kerr.KafkaError
+KafkaTimeoutError = kerr.KafkaTimeoutError
+
+
+@dataclass(frozen=True)
+class GroupState:
+    generation: int
+    member_id: str
+    protocol: str | None
+    rebalancing: bool  # a JoinGroup/SyncGroup round is under way
+    stable: bool  # joined and not rebalancing: commits can carry this generation
+
+
+@dataclass
+class CommitOutcome:
+    done: set[TopicPartition]
+    failed: set[TopicPartition]  # not committed; may be sent again later
+    fenced: set[TopicPartition]
+    error: BaseException | None
+    fenced_instance: bool = False  # FENCED_INSTANCE_ID: another process has our instance id
+
+
+@dataclass
+class JoinStats:
+    """Per-generation bookkeeping of our join rounds (tests count rebalances with it)."""
+
+    synced: list[int] = field(default_factory=list)  # generations whose SyncGroup succeeded
+    applied: list[int] = field(default_factory=list)  # generations whose assignment we applied
+    led: list[int] = field(default_factory=list)  # generations we assigned as leader
+    broker_assigned: list[int] = field(default_factory=list)  # JoinGroup answers with no leader
+
+    def discarded(self) -> list[int]:
+        """Generations that synced but were never applied (the race this module closes)."""
+        applied = set(self.applied)
+        latest = max(self.synced, default=None)
+        return [g for g in self.synced if g not in applied and g != latest]
+
+
+@dataclass(frozen=True)
+class Callbacks:
+    """Our side of a rebalance (partitions in our own type). ``revoked`` may await."""
+
+    revoked: Callable[[set[TopicPartition]], Awaitable[None]]
+    assigned: Callable[[set[TopicPartition]], None]
+    lost: Callable[[set[TopicPartition]], None]
+    # leader: (protocol name, [(member id, instance id, metadata bytes)], cluster) -> (bytes per member, topics)
+    assign: Callable[[str, list, object], tuple[dict[str, bytes], set[str]]]
+    # a JoinGroup answer named no leader: the broker assigns (KIP-848 consumer group)
+    broker_assigns: Callable[[int, str | None], None]
+
+
+def _ours(tp) -> TopicPartition:
+    return TopicPartition(tp.topic, tp.partition)
+
+
+class _Listener(AsyncConsumerRebalanceListener):
+    """Runs on kafka-python's IO thread; awaits (never blocks) while batches drain."""
+
+    def __init__(self, cb: Callbacks):
+        self.cb = cb
+
+    async def on_partitions_revoked(self, revoked):
+        await self.cb.revoked({_ours(tp) for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned):
+        self.cb.assigned({_ours(tp) for tp in assigned})
+
+    async def on_partitions_lost(self, lost):
+        self.cb.lost({_ours(tp) for tp in lost})
+
+
+class KafkaGroupClient:
+    """A membership-only KafkaConsumer (every partition paused, no Fetch) with our fixes."""
+
+    def __init__(
+        self,
+        *,
+        group_id: str,
+        topics: Iterable[str],
+        pattern: str | None,
+        group_instance_id: str | None,
+        client_rack: str | None,
+        client_config: Mapping[str, object],
+        partition_assignors: list,
+        callbacks: Callbacks,
+        leader_sync_delay_ms: int = 0,
+    ):
+        kwargs = dict(client_config)
+        session = int(kwargs.get("session_timeout_ms", 45_000))
+        # Java's rule of thumb: heartbeat at most a third of the session timeout
+        kwargs.setdefault("heartbeat_interval_ms", max(100, min(3_000, session // 3)))
+        kwargs.update(
+            group_id=group_id,
+            group_instance_id=group_instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=partition_assignors,
+        )
+        if client_rack:
+            kwargs.setdefault("client_rack", client_rack)
+        self.callbacks = callbacks
+        self.stats = JoinStats()
+        self._sync_delay_s = leader_sync_delay_ms / 1000.0
+        self._heartbeat_s = int(kwargs["heartbeat_interval_ms"]) / 1000.0
+        self._consumer = KafkaConsumer(**kwargs)
+        self._coord = self._consumer._coordinator
+        _install(self._coord, self)
+        listener = _Listener(callbacks)
+        if pattern:
+            self._consumer.subscribe(pattern=pattern, listener=listener)
+        else:
+            self._consumer.subscribe(topics=list(topics), listener=listener)
+
+    # ---- driving --------------------------------------------------------------------------
+    def poll(self, timeout_ms: int) -> None:
+        """One turn of the membership loop: join/heartbeat bookkeeping, keep everything paused."""
+        c = self._consumer
+        c.poll(timeout_ms=timeout_ms, max_records=1)
+        assigned = c.assignment()
+        if assigned:
+            paused = c.paused()
+            todo = [tp for tp in assigned if tp not in paused]
+            if todo:
+                c.pause(*todo)
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        parts = [KpTP(tp.topic, tp.partition) for tp in partitions]
+        if parts:
+            self._consumer.pause(*parts)
+
+    def sleep(self, seconds: float):
+        """An awaitable pause on kafka-python's IO loop (for rebalance callbacks)."""
+        return self._coord._net.sleep(seconds)
+
+    def close(self) -> None:
+        """Leave (dynamic members only: a static member keeps its slot for a restart)."""
+        self._consumer.close(autocommit=False)
+
+    # ---- state --------------------------------------------------------------------------
+    def state(self) -> GroupState:
+        coord = self._coord
+        gen = coord._generation
+        stable = coord.generation_if_stable() is not None
+        return GroupState(
+            generation=gen.generation_id if gen is not None else -1,
+            member_id=gen.member_id if gen is not None else "",
+            protocol=gen.protocol if gen is not None else None,
+            rebalancing=coord.rebalance_in_progress(),
+            stable=stable and coord.state is MemberState.STABLE,
+        )
+
+    def reached(self) -> tuple[bool, bool]:
+        """(bootstrapped, coordinator known and connected)."""
+        coord = self._coord
+        node = coord.coordinator_id
+        return bool(coord._manager.bootstrapped), node is not None and coord._client.connected(node)
+
+    def describe(self) -> str:
+        coord = self._coord
+        return (f"state={coord.state} generation={coord._generation} coordinator={coord.coordinator_id} "
+                f"rebalancing={coord.rebalance_in_progress()}")
+
+    # ---- offsets ------------------------------------------------------------------------
+    def commit(self, offsets: Mapping[TopicPartition, int], timeout_s: float, backoff_s: float,
+               stop: threading.Event) -> CommitOutcome:
+        """OffsetCommit with the stable generation, bounded by ``timeout_s``.
+
+        Sent by us rather than through ``KafkaConsumer.commit``: kafka-python requests a
+        rejoin when a commit is refused with REBALANCE_IN_PROGRESS, and every retry of the
+        refused commit then adds one (a rebalance storm under churn). Here a refusal only
+        reports the offsets as failed. A moved or loading coordinator is looked up again and
+        the commit retried with backoff until the timeout. A fence resets the generation (the
+        member rejoins), as Java's coordinator does.
+        """
+        coord = self._coord
+        deadline = time.monotonic() + timeout_s
+        todo = dict(offsets)
+        done: set[TopicPartition] = set()
+        last: BaseException | None = None
+        while True:
+            gen = coord.generation_if_stable()
+            if gen is None:
+                return CommitOutcome(done, set(todo), set(),
+                                     last or kerr.RebalanceInProgressError("member is rebalancing"))
+            left_ms = (deadline - time.monotonic()) * 1000
+            try:
+                if coord.coordinator() is None:
+                    if not coord.ensure_coordinator_ready(timeout_ms=max(1, left_ms)):
+                        raise kerr.CoordinatorNotAvailableError("no coordinator within the commit timeout")
+                    left_ms = (deadline - time.monotonic()) * 1000
+                answers = coord._net.run(_commit_request, coord, gen, todo, max(1, left_ms))
+            except (kerr.KafkaError, OSError) as exc:
+                last = exc
+                if isinstance(exc, FENCES):
+                    return self._fenced(gen, type(exc), done, todo)
+                if not isinstance(exc, kerr.CoordinatorNotAvailableError):
+                    coord.coordinator_dead(exc)
+            else:
+                done |= {tp for tp, err in answers.items() if err is kerr.NoError}
+                for tp in done:
+                    todo.pop(tp, None)
+                fence = next((answers[tp] for tp in todo if issubclass(answers[tp], FENCES)), None)
+                if fence is not None:  # a fence is group-wide: nothing left of this commit lands
+                    return self._fenced(gen, fence, done, todo)
+                if not todo:
+                    return CommitOutcome(done, set(), set(), None)
+                errors = {answers[tp] for tp in todo}
+                last = next(iter(errors))()
+                if any(issubclass(e, _COORDINATOR_MOVED) for e in errors):
+                    coord.coordinator_dead(last)
+                elif not all(issubclass(e, _RETRY_SAME) for e in errors):
+                    # REBALANCE_IN_PROGRESS and anything else: report, do not retry now
+                    return CommitOutcome(done, set(todo), set(), last)
+            if time.monotonic() + backoff_s >= deadline or stop.is_set():
+                return CommitOutcome(done, set(todo), set(), last)
+            time.sleep(backoff_s)
+
+    def _fenced(self, gen, err: type, done, todo) -> CommitOutcome:
+        coord = self._coord
+        instance = issubclass(err, kerr.FencedInstanceIdError)
+        if issubclass(err, kerr.IllegalGenerationError):
+            coord.reset_generation(member_id=gen.member_id)
+        elif not instance:
+            coord.reset_generation()
+        return CommitOutcome(done, set(), set(todo), err(), fenced_instance=instance)
+
+    def committed(self, partitions: Iterable[TopicPartition], timeout_ms: int) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (None: nothing committed). Raises KafkaTimeoutError
+        when the coordinator cannot answer within ``timeout_ms`` (kafka-python retries a moved
+        or loading coordinator with backoff meanwhile)."""
+        parts = {KpTP(tp.topic, tp.partition) for tp in partitions}
+        if not parts:
+            return {}
+        found = self._coord.fetch_committed_offsets(parts, timeout_ms=timeout_ms)
+        out: dict[TopicPartition, int | None] = {}
+        for tp in parts:
+            om = found.get(tp)
+            out[_ours(tp)] = om.offset if om is not None and om.offset >= 0 else None
+        return out
+
+
+async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], timeout_ms: float):
+    """One OffsetCommit round trip on kafka-python's IO loop: partition -> error class."""
+    node = coord.coordinator()
+    if node is None:
+        raise kerr.CoordinatorNotAvailableError("coordinator unknown")
+    by_topic: dict[str, dict[int, int]] = {}
+    for tp, off in offsets.items():
+        by_topic.setdefault(tp.topic, {})[tp.partition] = off
+    topic_t = OffsetCommitRequest.OffsetCommitRequestTopic
+    part_t = topic_t.OffsetCommitRequestPartition
+    request = OffsetCommitRequest(
+        max_version=8,
+        group_id=coord.group_id,
+        generation_id_or_member_epoch=gen.generation_id,
+        member_id=gen.member_id,
+        group_instance_id=coord.group_instance_id,
+        topics=[topic_t(name=t, partitions=[
+            part_t(partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="")
+            for p, o in sorted(ps.items())]) for t, ps in sorted(by_topic.items())],
+    )
+    response = await coord._manager.wait_for(coord._manager.send(request, node_id=node), timeout_ms)
+    out: dict[TopicPartition, type] = {}
+    for topic, partitions in response.topics:
+        for partition, code in partitions:
+            out[TopicPartition(topic, partition)] = kerr.for_code(code)
+    for tp in offsets:  # a partition the broker left out of its answer is not committed
+        out.setdefault(tp, kerr.UnknownError)
+    return out
+
+
+# ---- the coordinator fixes ------------------------------------------------------------------
+def _install(coord, owner: KafkaGroupClient) -> None:
+    coord._groupkafka = owner
+    base_need_rejoin = coord.need_rejoin
+    base_join_complete = coord._on_join_complete_async
+
+    def need_rejoin():
+        # a finished join whose result is not read yet must be read, whatever else changed
+        return coord._join_task is not None or base_need_rejoin()
+
+    async def on_join_complete(generation, member_id, protocol, assignment_bytes):
+        owner.stats.applied.append(generation)
+        return await base_join_complete(generation, member_id, protocol, assignment_bytes)
+
+    coord.need_rejoin = need_rejoin
+    coord._on_join_complete_async = on_join_complete
+    coord.join_group_async = types.MethodType(_join_group_async, coord)
+    coord._do_join_and_sync_async = types.MethodType(_do_join_and_sync_async, coord)
+
+
+async def _join_group_async(self, timeout_ms=None):
+    """kafka-python 3.0.12's ``BaseCoordinator.join_group_async`` with one change: a join task
+    that finished while nobody awaited it is read, never replaced by a new JoinGroup."""
+    from kafka.util import Timer
+
+    timer = Timer(timeout_ms)
+    while self.need_rejoin():
+        if self._join_task is None:
+            if not await self.ensure_coordinator_ready_async(timeout_ms=timer.timeout_ms):
+                return False
+            if not self.rejoining:
+                await self._on_join_prepare_async(
+                    self._generation.generation_id, self._generation.member_id, timeout_ms=timer.timeout_ms)
+                self.rejoining = True
+                self._disable_heartbeat()
+            self._join_task = self._manager.call_soon(self._do_join_and_sync_async)
+        try:
+            assignment_bytes = await self._manager.wait_for(self._join_task, timer.timeout_ms)
+        except kerr.KafkaTimeoutError:
+            task = self._join_task
+            if not task.is_done:
+                return False  # still in flight: the next poll reads it
+            if task.failed() and isinstance(task.exception, kerr.KafkaTimeoutError):
+                self._join_task = None  # the request itself timed out: join again
+                if timer.expired:
+                    return False
+            continue  # finished meanwhile: read its result
+        except (kerr.UnknownMemberIdError, kerr.RebalanceInProgressError,
+                kerr.IllegalGenerationError, kerr.MemberIdRequiredError):
+            self._join_task = None
+            continue
+        except kerr.RetriableError:
+            self._join_task = None
+            if timer.expired:
+                return False
+            backoff_ms = self.config["retry_backoff_ms"]
+            if timer.timeout_ms is not None:
+                backoff_ms = min(backoff_ms, timer.timeout_ms)
+            if backoff_ms > 0:
+                await self._manager._net.sleep(backoff_ms / 1000)
+            continue
+        except BaseException:
+            self._join_task = None
+            raise
+        self._join_task = None
+        with self._lock:
+            self.rejoining = False
+            self.rejoin_needed = False
+            self.state = MemberState.STABLE
+            self._enable_heartbeat()
+        await self._on_join_complete_async(
+            self._generation.generation_id, self._generation.member_id,
+            self._generation.protocol, assignment_bytes)
+        return True
+    return True
+
+
+async def _do_join_and_sync_async(self):
+    """kafka-python 3.0.12's ``_do_join_and_sync_async`` with our leader round."""
+    owner: KafkaGroupClient = self._groupkafka
+    if self.coordinator_unknown():
+        raise kerr.CoordinatorNotAvailableError(self.coordinator_id)
+    with self._lock:
+        self.state = MemberState.REBALANCING
+    join_request = JoinGroupRequest(
+        group_id=self.group_id,
+        session_timeout_ms=self.config["session_timeout_ms"],
+        rebalance_timeout_ms=self.config["max_poll_interval_ms"],
+        member_id=self._generation.member_id,
+        group_instance_id=self.group_instance_id,
+        protocol_type=self.protocol_type(),
+        protocols=self.group_protocols(),
+        max_version=7)
+    sent = time.monotonic()
+    # the broker holds a JoinGroup up to the rebalance timeout (Java: rebalance timeout + 5 s)
+    join_timeout_ms = max(self.config["request_timeout_ms"], self.config["max_poll_interval_ms"] + 5000)
+    join_response = await self._manager.send(join_request, node_id=self.coordinator_id,
+                                             request_timeout_ms=join_timeout_ms)
+    self._process_join_group_response(join_response, sent)
+    generation = self._generation.generation_id
+    if not join_response.leader:
+        # KIP-848 consumer group hosting classic members: no leader, the broker assigns
+        owner.stats.broker_assigned.append(generation)
+        owner.callbacks.broker_assigns(generation, join_response.protocol_name)
+        assignments = []
+    elif join_response.leader == join_response.member_id:
+        assignments = await _leader_round(self, owner, join_response)
+        owner.stats.led.append(generation)
+    else:
+        assignments = []
+    sync_request = SyncGroupRequest(
+        group_id=self.group_id,
+        generation_id=generation,
+        member_id=self._generation.member_id,
+        group_instance_id=self.group_instance_id,
+        protocol_type=self.protocol_type(),
+        protocol_name=self._generation.protocol,
+        assignments=assignments,
+        max_version=5)
+    sync_sent = time.monotonic()
+    sync_response = await self._manager.send(sync_request, node_id=self.coordinator_id)
+    assignment = self._process_sync_group_response(sync_response, sync_sent)
+    owner.stats.synced.append(generation)
+    return assignment
+
+
+async def _leader_round(coord, owner: KafkaGroupClient, join_response) -> list:
+    """Run our assignor on a worker thread while the IO loop keeps heartbeating; then wait out
+    the optional sync delay on the loop. Returns SyncGroup's (member id, bytes) pairs."""
+    started = time.monotonic()
+    box: dict[str, object] = {}
+    members = [(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata))
+               for m in join_response.members]
+
+    def work() -> None:
+        try:
+            box["ok"] = owner.callbacks.assign(join_response.protocol_name, members, coord._cluster)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the loop
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True, name=f"groupkafka-assign-{coord.group_id}")
+    worker.start()
+    next_heartbeat = started + owner._heartbeat_s
+    while worker.is_alive():
+        await coord._net.sleep(0.01)
+        if time.monotonic() >= next_heartbeat:
+            next_heartbeat += owner._heartbeat_s
+            _heartbeat_no_wait(coord)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    encoded, topics = box["ok"]  # type: ignore[misc]
+    # what kafka-python's own leader path does, so its metadata watch keeps working
+    coord._subscription.group_subscribe(topics)
+    coord._cluster.set_topics(coord._subscription.group_subscription())
+    coord._cluster.request_update()
+    coord._is_leader = True
+    coord._assignment_snapshot = coord._metadata_snapshot
+    if owner._sync_delay_s and len(members) > 1:
+        rest = owner._sync_delay_s - (time.monotonic() - started)
+        if rest > 0:
+            await coord._net.sleep(rest)
+    return list(encoded.items())
+
+
+def _heartbeat_no_wait(coord) -> None:
+    """A Heartbeat with the generation being formed; the answer (REBALANCE_IN_PROGRESS or
+    none) does not matter: it keeps our session alive during a long leader round."""
+    request = HeartbeatRequest(
+        group_id=coord.group_id,
+        generation_id=coord._generation.generation_id,
+        member_id=coord._generation.member_id,
+        group_instance_id=coord.group_instance_id,
+    )
+    future = coord._manager.send(request, node_id=coord.coordinator_id)
+    future.add_errback(lambda exc: log.debug("group %s: heartbeat during the leader round: %s",
+                                             coord.group_id, exc))

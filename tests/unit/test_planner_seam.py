@@ -1,0 +1,175 @@
+"""The stream planner and its commit hook, unit-tested through the membership seam.
+
+``InMemoryMembership`` plays the group (the test is its coordinator) and ``_Log`` plays the
+partitions' offsets, so the planner's decisions (when to plan, from which position, what to
+commit under which acquisition, what a fence or a revocation does) are checked without a
+broker. The same decisions run against real brokers in tests/integration.
+"""
+
+from __future__ import annotations
+
+from assignment.model import TopicPartition
+from spark_groupsource.group_seam import OwnershipBook
+from spark_groupsource.memory_group import InMemoryMembership
+from spark_groupsource.offset_reader import Partial
+from spark_groupsource.offsets import StreamOffset
+from spark_groupsource.options import parse_stream_options
+from spark_groupsource.stream import _Driver
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+class _Log:
+    """What the offset reader would answer: watermarks per partition, and the group's committed
+    offsets as the in-memory group holds them."""
+
+    def __init__(self, ends: dict[TopicPartition, int], group: InMemoryMembership | None = None):
+        self.ends = dict(ends)
+        self.group = group
+
+    def try_watermarks(self, parts, retries=None):
+        return Partial({tp: (0, self.ends[tp]) for tp in parts}, {}, 1)
+
+    def try_committed(self, group_id, parts, retries=None):
+        return Partial(self.group.committed(parts) if self.group else dict.fromkeys(parts), {}, 1)
+
+    def reachable(self):
+        return None
+
+    def for_timestamps(self, stamps):
+        return {}
+
+    def close(self):
+        pass
+
+
+def _driver(group: InMemoryMembership, log: _Log, **options: str) -> _Driver:
+    opts = parse_stream_options({
+        "kafka.bootstrap.servers": "unused:9092", "kafka.group.id": "g", "subscribe": "t",
+        "startingoffsets": "earliest", **options,
+    })
+    log.group = group
+    d = _Driver(opts, membership=group, reader=log)
+    d.fresh_query = True  # as initialOffset() says on a new query: startingOffsets applies
+    return d
+
+
+def _ranges(end_json: str | None) -> dict[TopicPartition, tuple[int, int]]:
+    return dict(StreamOffset.from_json(end_json).ranges) if end_json else {}
+
+
+def test_eager_plans_nothing_while_rebalancing_then_commits_each_batch():
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.begin_rebalance()
+    d = _driver(group, log)
+    assert d.plan(None, None) is None  # nothing owned yet, rebalance under way
+    group.assign({T0, T1})
+    first = d.plan(None, None)
+    assert _ranges(first) == {T0: (0, 5), T1: (0, 3)}
+    log.ends[T0] = 8
+    second = d.plan(first, None)  # the first batch completed: it is committed now
+    assert group.offsets == {T0: 5, T1: 3}
+    assert _ranges(second) == {T0: (5, 8), T1: (3, 3)}
+
+
+def test_revocation_waits_for_the_running_batch_and_its_commit():
+    group, log = InMemoryMembership(), _Log({T0: 4, T1: 4})
+    group.assign({T0, T1})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    group.revoke({T1})  # the coordinator asks for T1 while the batch reads it
+    assert T1 in group.snapshot().owned, "given up while a batch was reading it"
+    assert d.plan(batch, None) == batch  # eager: the batch commits, nothing new is planned
+    assert group.offsets == {T0: 4, T1: 4}  # committed before the hand-over
+    assert T1 not in group.snapshot().owned
+    group.assign(set())  # the rebalance ends with T0 kept
+    log.ends[T0] = 6
+    assert _ranges(d.plan(batch, None)) == {T0: (4, 6)}
+
+
+def test_a_partition_that_comes_back_resumes_from_the_group_not_from_a_stale_position():
+    group, log = InMemoryMembership(), _Log({T0: 10})
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    serial = group.snapshot().owned[T0]
+    group.lose({T0})  # session expired: gone at once, the batch's commit must not land
+    d.complete(batch)
+    assert group.offsets == {}
+    group.offsets[T0] = 7  # meanwhile another member read and committed up to 7
+    group.assign({T0})
+    assert group.snapshot().owned[T0] != serial
+    log.ends[T0] = 12
+    assert _ranges(d.plan(batch, None)) == {T0: (7, 12)}
+
+
+def test_fenced_commit_forgets_the_position():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    group.fence_next_commit()
+    nxt = d.plan(batch, None)
+    assert nxt == batch and group.counters.fenced_commits == 1 and not group.offsets
+    assert T0 not in d.positions
+    group.offsets[T0] = 2  # the group's offset when the partition comes back
+    group.assign({T0})
+    assert _ranges(d.plan(batch, None)) == {T0: (2, 5)}
+
+
+def test_refused_commit_is_kept_and_sent_once_stable():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    group.begin_rebalance()  # the coordinator refuses commits during the join
+    assert d.plan(batch, None) == batch  # eager: nothing new while rebalancing
+    assert group.pending() == {T0: 5} and not group.offsets
+    group.assign({T0})  # kept under the same acquisition
+    log.ends[T0] = 9
+    third = d.plan(batch, None)  # the kept offset goes out first, then the next batch
+    assert group.offsets == {T0: 5} and not group.pending()
+    assert _ranges(third) == {T0: (5, 9)}
+
+
+def test_cooperative_keeps_planning_what_is_not_revoked():
+    group, log = InMemoryMembership(cooperative=True), _Log({T0: 3, T1: 3})
+    group.assign({T0, T1})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    d.complete(batch)  # the batch is done and committed
+    group.revoke({T1})
+    log.ends[T0], log.ends[T1] = 6, 6
+    assert _ranges(d.plan(batch, None)) == {T0: (3, 6)}
+
+
+def test_book_serials_change_only_on_reacquisition():
+    book = OwnershipBook()
+    book.acquire({T0, T1})
+    before = book.owned()
+    book.acquire({T0})
+    assert book.owned() == before
+    book.begin_revoke({T1})
+    assert not book.batch_planned({T1}) and book.batch_planned({T0})
+    book.finish_revoke({T1})
+    book.acquire({T1})
+    assert book.owned()[T1] != before[T1] and book.owned()[T0] == before[T0]
+    mine, skipped, _ = book.to_commit({T0: 1, T1: 2}, {T0: before[T0], T1: before[T1]},
+                                      frozenset(book.owned()), book.owned())
+    assert mine == {T0: 1} and skipped == {T1}
+
+
+def test_broker_assigned_group_is_reported_once_and_counted(caplog):
+    """A JoinGroup answer without a leader (a KIP-848 group hosting us as a classic member):
+    logged once at WARNING with what decides instead, counted on every such join. Neither dev
+    broker converts groups, so the detection itself (kafka_group) is not exercised here."""
+    from assignment.registry import create_assignors
+    from spark_groupsource.membership import GroupMembership, MembershipConfig
+
+    m = GroupMembership(MembershipConfig(group_id="g", assignors=tuple(create_assignors("redundant"))))
+    with caplog.at_level("WARNING", logger="spark_groupsource.membership"):
+        m._on_broker_assigns(7, "redundant")
+        m._on_broker_assigns(8, "redundant")
+    warnings = [r for r in caplog.records if "server-side assignor decides" in r.getMessage()]
+    assert len(warnings) == 1 and "redundant" in warnings[0].getMessage()
+    assert m.counters.broker_assigned_joins == 2 and m.broker_assigns
