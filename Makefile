@@ -38,7 +38,8 @@ demo:
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -c constraints.txt -e ".[demo]"
 	$(PY) -m demo $(DEMO_ARGS)
 
-# Fault-injection scenarios against the mock broker (see README, "Chaos suite"); ~25 min.
+# Fault-injection scenarios against the mock broker (see README, "Chaos suite"): sized for
+# ~25 min on 2 idle cores (the README run took 40 min on a loaded shared machine).
 # CHAOS_ARGS="--only driver_kill9,commit_errors" to pick scenarios, --list to see them.
 CHAOS_ARGS ?=
 chaos:

@@ -101,6 +101,7 @@ class Member:
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM: the query stops and leaves the group; SIGKILL if it does not exit in time."""
         self.ended_by_suite = True
+        family = self.family()  # once the member exits, its children are re-parented
         if self.running():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGTERM)
@@ -108,9 +109,13 @@ class Member:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill9()
-        for pid in descendants(self.pid):  # orphans re-parented elsewhere are not found here
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10  # the JVM and pyspark's daemon follow within seconds
+        while any(alive(p) for p in family[1:]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in family[1:]:
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         return self.proc.returncode
 
     def python_workers(self) -> list[int]:
