@@ -87,6 +87,8 @@ class _Driver:
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
         self.latest_seen: dict[TopicPartition, int] = {}
         self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
+        # partition -> (end of the last batch completed while we owned it, generation then)
+        self.completed: dict[TopicPartition, tuple[int, int]] = {}
         self.gate = MinRowsGate(opts.max_trigger_delay_ms)  # minOffsetsPerTrigger / maxTriggerDelay
         self.closed = False
         self.started_at = time.monotonic()
@@ -151,8 +153,14 @@ class _Driver:
             return
         for key in list(self.planned):  # older batches (replayed or superseded) are done too
             self.planned.pop(key)
+        start = StreamOffset.from_json(start_json)
+        snap = self.membership.snapshot()
+        for tp, (_, until) in start.ranges.items():
+            if tp in serials and snap.owned.get(tp) == serials[tp]:
+                self.completed[tp] = (until, snap.generation)
+            else:
+                self.completed.pop(tp, None)  # lost or re-acquired meanwhile: the group decides
         if self.opts.commit_offsets:
-            start = StreamOffset.from_json(start_json)
             offsets = {tp: until for tp, (_, until) in start.ranges.items() if tp in serials}
             self._forget_lost(self.membership.commit(offsets, serials))
         self.membership.batch_completed()
@@ -162,6 +170,7 @@ class _Driver:
             return
         for tp in result.lost:
             self.positions.pop(tp, None)
+            self.completed.pop(tp, None)
         if result.failed and _means_rebalance(result.error) and not self.membership.cooperative:
             # The coordinator refused the commit because a rebalance started: that is the
             # first sign of it (the heartbeat may learn it seconds later). Eager: plan nothing
@@ -228,8 +237,23 @@ class _Driver:
             return committed
         return self._reset_position(tp, low, high)
 
+    def _kept_position(self, tp: TopicPartition, committed: int | None, generation: int) -> int | None:
+        """Where we stopped reading ``tp``, when we owned it in the generation just before this
+        one (so nobody else did in between) and read past the group's offset: a ``redundant``
+        replica that becomes the primary, or a member whose last commit met the rebalance. The
+        records below it were read in completed batches; re-reading them from the group's older
+        offset would cost a handover more than one micro-batch of duplicates."""
+        done = self.completed.get(tp)
+        if done is None or done[1] != generation - 1 or (committed is not None and done[0] <= committed):
+            return None
+        log.info("group %s: %s continues from offset %d, where this member's last completed batch "
+                 "ended in the previous generation (the group's offset: %s)",
+                 self.opts.group_id, tp, done[0], committed)
+        return done[0]
+
     def resolve_positions(
-        self, owned: Mapping[TopicPartition, int], marks: Mapping[TopicPartition, tuple[int, int]]
+        self, owned: Mapping[TopicPartition, int], marks: Mapping[TopicPartition, tuple[int, int]],
+        generation: int = -1,
     ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
         """Where each owned partition reads next, and why the others cannot be planned now. A
         partition acquired since the last plan starts from the group's committed offset (or the
@@ -261,6 +285,9 @@ class _Driver:
                 pos = self._starting_position(tp, got, low, high)
             else:
                 pos = got if got is not None else self._reset_position(tp, low, high)
+                kept = self._kept_position(tp, got, generation)
+                if kept is not None:
+                    pos = kept
             out[tp] = pos
             self.positions[tp] = (pos, owned[tp])
             log.info("group %s: %s starts at offset %d (committed: %s)", self.opts.group_id, tp, pos, got)
@@ -353,7 +380,8 @@ class _Driver:
                 return start_json
             # a partition whose leader (or the coordinator) is away sits this batch out
             marks = self.reader.try_watermarks(owned, retries=0)
-            positions, unresolved = self.resolve_positions({tp: owned[tp] for tp in marks.found}, marks.found)
+            positions, unresolved = self.resolve_positions({tp: owned[tp] for tp in marks.found}, marks.found,
+                                                           snap.generation)
             left_out = {**marks.missing, **unresolved}
             self.outage.update(left_out, positions)
             self._check_outage()

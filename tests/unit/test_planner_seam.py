@@ -173,3 +173,39 @@ def test_broker_assigned_group_is_reported_once_and_counted(caplog):
     warnings = [r for r in caplog.records if "server-side assignor decides" in r.getMessage()]
     assert len(warnings) == 1 and "redundant" in warnings[0].getMessage()
     assert m.counters.broker_assigned_joins == 2 and m.broker_assigns
+
+
+def test_a_replica_that_becomes_the_primary_continues_from_what_it_read():
+    """``redundant``: a replica reads a partition whose offsets only the primary commits; when
+    the primary leaves and the next generation gives the replica the partition to commit, it
+    goes on from its own position, not from the old primary's last commit (chaos
+    redundant_restart: 735 re-reads of 7 batches over 4 handovers)."""
+    group, log = InMemoryMembership(), _Log({T0: 10})
+    group.committable = set()  # a replica: it reads T0, the primary commits it
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    assert _ranges(batch) == {T0: (0, 10)}
+    group.offsets[T0] = 4  # the primary's last commit
+    group.revoke({T0})  # eager rebalance: the primary has gone
+    assert d.plan(batch, None) == batch  # the batch completes; nothing new while rebalancing
+    group.committable = None
+    group.assign({T0})  # the next generation: this member is the primary
+    log.ends[T0] = 12
+    assert _ranges(d.plan(batch, None)) == {T0: (10, 12)}
+
+
+def test_a_partition_back_after_a_generation_elsewhere_resumes_from_the_group():
+    group, log = InMemoryMembership(), _Log({T0: 10})
+    group.committable = set()
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    group.revoke({T0})
+    d.plan(batch, None)
+    group.assign(set())  # a generation in which another member owned T0
+    group.offsets[T0] = 6
+    group.committable = None
+    group.assign({T0})
+    log.ends[T0] = 12
+    assert _ranges(d.plan(batch, None)) == {T0: (6, 12)}
