@@ -37,14 +37,19 @@ def _until(end_json: str) -> dict[TopicPartition, int]:
     return {tp: u for tp, (_, u) in StreamOffset.from_json(end_json).ranges.items()}
 
 
-def _first_batch(reader, broker, topic) -> str:
-    """Plan and complete the batch over the records already there; returns its end."""
+def _plan_first(reader) -> str:
+    """Plan (not complete) the batch over the records already there; returns its end."""
     start = reader.initialOffset()
     membership = reader._driver().membership
     wait_until(lambda: len(membership.snapshot().owned) == PARTS and not membership.snapshot().rebalancing,
                timeout=60, message="the reader to own every partition")
-    end = wait_until(lambda: (e := reader.latestOffset(start, ReadAllAvailable())) != start and e,
-                     timeout=30, message="a first batch")
+    return wait_until(lambda: (e := reader.latestOffset(start, ReadAllAvailable())) != start and e,
+                      timeout=30, message="a first batch")
+
+
+def _first_batch(reader, broker, topic) -> str:
+    """Plan and complete the batch over the records already there; returns its end."""
+    end = _plan_first(reader)
     assert reader.latestOffset(end, ReadAllAvailable()) == end  # completes it; nothing new
     return end
 
@@ -118,12 +123,8 @@ def test_eager_plans_nothing_after_a_commit_refused_for_a_rebalance(mock_broker,
     produce(mock_broker.bootstrap, topic, 2 * PARTS, PARTS)
     reader = _reader(mock_broker, topic, group, "range")
     try:
-        start = reader.initialOffset()
+        end = _plan_first(reader)
         membership = reader._driver().membership
-        wait_until(lambda: len(membership.snapshot().owned) == PARTS and not membership.snapshot().rebalancing,
-                   timeout=60, message="the reader to own every partition")
-        end = wait_until(lambda: (e := reader.latestOffset(start, ReadAllAvailable())) != start and e,
-                         timeout=30, message="a first batch")
         produce(mock_broker.bootstrap, topic, PARTS, PARTS, start=100)
         # OffsetCommit: REBALANCE_IN_PROGRESS for the commit and its immediate resend
         mock_broker.mock.push_request_errors(8, [27, 27])
