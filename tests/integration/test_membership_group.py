@@ -304,15 +304,20 @@ def test_commit_that_meets_a_rebalance_is_kept_and_sent_after(broker, unique_nam
 
         refused = wait_until(commit_until_refused, timeout=60, interval=0.02,
                              message="a commit refused by the rebalance b's join starts")
-        assert refused.failed == parts and not refused.lost, refused
-        assert a.pending() == {tp: offset for tp in parts}
+        # usually all four are still a's; on Tansu the first refusal can come after the
+        # cooperative revocation already handed two over (those are skipped, not kept)
+        kept = refused.failed
+        assert kept and kept | refused.skipped == parts and not refused.lost, refused
+        assert a.pending() == {tp: offset for tp in kept}
         wait_until(_settled(a, _Owned(b), 4), timeout=90, message="a 2+2 split")
         a.flush_pending()
         assert not a.pending()
         committed = committed_offsets(broker.bootstrap, group, topic, 4)
-        # every partition carries the refused commit: a's kept ones through the flush, the
-        # revoked ones through the drain before they were handed to b
-        assert committed == {tp.partition: offset for tp in parts}, committed
+        # the kept partitions carry the refused commit (a's through the flush, revoked ones
+        # through the drain before they were handed to b); partitions handed over before the
+        # refusal carry a's last commit before their hand-over
+        assert {tp.partition: committed[tp.partition] for tp in kept} == {tp.partition: offset for tp in kept}, committed
+        assert all(1 <= committed[tp.partition] < offset for tp in parts - kept), committed
     finally:
         a.close()
         b.close()

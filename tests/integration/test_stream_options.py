@@ -178,7 +178,7 @@ def test_data_loss_fails_or_skips(spark, broker, unique_name, tmp_path):
         ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
         ({"endingOffsets": "latest"}, "endingOffsets"),
         ({"includeHeaders": "maybe"}, "includeHeaders"),
-        ({"kafka.group.protocol": "consumer"}, "kafka.group.protocol"),
+        ({"kafka.group.protocol": "streams"}, "kafka.group.protocol"),
         ({"kafka.auto.offset.reset": "smallest"}, "kafka.auto.offset.reset"),
     ],
 )

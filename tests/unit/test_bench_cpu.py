@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from _common import Meter, per_million, tree_cpu_seconds  # noqa: E402
 
+#: /proc reports CPU in clock ticks (10 ms); process_time, which the burner counts, is finer
+TICK = 0.011
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux only)")
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 def test_a_child_that_ran_and_exited_counts_in_the_tree():
     with Meter() as m:
         subprocess.run([sys.executable, "-c", BURN.format(s=0.4)], check=True)
-    assert 0.4 <= m.cpu < 5.0
+    assert 0.4 - TICK <= m.cpu < 5.0
     assert m.wall >= 0.4
 
 
@@ -31,7 +33,7 @@ def test_a_live_child_counts_unless_excluded():
     try:
         assert child.stdout.readline().strip() == "burnt"
         me = os.getpid()
-        assert tree_cpu_seconds(me) - tree_cpu_seconds(me, exclude=[child.pid]) >= 0.4
+        assert tree_cpu_seconds(me) - tree_cpu_seconds(me, exclude=[child.pid]) >= 0.4 - TICK
     finally:
         child.kill()
         child.wait(30)
