@@ -34,17 +34,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
-
-# INTERIM: from spark_groupsource.group_seam import OwnershipBook (after the membership merge)
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
-
-# After the membership merge these come from spark_groupsource.group_seam.
 from spark_groupsource.group_seam import (
     CommitResult,
     Counters,
     MembershipStatus,
     OwnershipBook,
     Snapshot,
+    raise_failure,
 )
 
 log = logging.getLogger("spark_groupsource.consumer_member")
@@ -491,11 +488,7 @@ class ConsumerProtocolMembership:
         return True
 
     def raise_if_failed(self) -> None:
-        err = self._error
-        if isinstance(err, MembershipError):
-            raise err
-        if err is not None:
-            raise MembershipError(f"group {self.config.group_id!r}: {err}") from err
+        raise_failure(self._error, self.config.group_id)
 
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()

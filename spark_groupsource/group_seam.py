@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from assignment.model import TopicPartition
+from spark_groupsource.errors import MembershipError
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,12 @@ class OwnershipBook:
     def has_pending(self) -> bool:
         with self.cond:
             return bool(self._pending)
+
+
+def raise_failure(error: BaseException | None, group_id: str) -> None:
+    """Raise a member's recorded failure for the planner: as it is when it is already a
+    :class:`MembershipError`, else wrapped in one that names the group."""
+    if isinstance(error, MembershipError):
+        raise error
+    if error is not None:
+        raise MembershipError(f"group {group_id!r}: {error}") from error

@@ -34,6 +34,7 @@ from spark_groupsource.group_seam import (
     MembershipStatus,
     OwnershipBook,
     Snapshot,
+    raise_failure,
 )
 
 __all__ = ["CommitResult", "Counters", "GroupMembership", "MembershipConfig", "MembershipStatus", "Snapshot"]
@@ -251,11 +252,7 @@ class GroupMembership:
 
     # ---- state for the planner -------------------------------------------------------
     def raise_if_failed(self) -> None:
-        err = self._error
-        if isinstance(err, MembershipError):
-            raise err
-        if err is not None:
-            raise MembershipError(f"group {self.config.group_id!r}: {err}") from err
+        raise_failure(self._error, self.config.group_id)
 
     def status(self) -> MembershipStatus:
         r, c = self._reach, self._client
