@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# `make test` runs two pytest-xdist workers (tests/conftest.py keeps every in-process Spark test on
+# one of them); TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
 .PHONY: setup test test-unit test-integration lint bench demo chaos clean
 
@@ -13,13 +17,13 @@ setup:
 	$(PY) -m spark_groupsource.devbroker --check
 
 test:
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-unit:
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
 test-integration:
-	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m integration $(PYTEST_ARGS)
 
 lint:
 	$(VENV)/bin/ruff check .

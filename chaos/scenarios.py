@@ -262,7 +262,7 @@ def retention_skip(r: Run) -> None:
 SCENARIOS = [
     Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)"),
     Spec("cooperative_churn", cooperative_churn,
-         "plain librdkafka consumers join and leave a cooperative-sticky query", quick=True),
+         "plain librdkafka consumers join and leave a cooperative-sticky query"),
     Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint", quick=True),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
     Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),

@@ -59,14 +59,31 @@ _BROKER_PARAMS = ["external"] if _external_bootstrap() else _embedded_backends()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a broker and/or a Spark session")
+    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselection
+#: The xdist group of every test that uses the in-process Spark session: ``make test`` runs two
+#: pytest-xdist workers with ``--dist loadgroup``, and these all run on one of them, one at a time
+#: (two local Spark sessions on 2 cores starve each other's Python workers, which must connect
+#: back to the JVM within Spark's fixed 10 s).
+SPARK_GROUP = "spark"
+
+
+def _xdist_group(item: pytest.Item, names: set[str]) -> str:
+    """Tests of one module stay on one worker (module-scoped fixtures such as the demo run are
+    made once); tests using the Spark session share one group across modules."""
+    if "spark" in names:
+        return SPARK_GROUP
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselection and before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item, names)))
 
 
 # ----------------------------------------------------------------------------------------------
