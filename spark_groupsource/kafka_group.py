@@ -18,6 +18,12 @@ citizen:
   there), and notices a JoinGroup answer without a leader: a KIP-848 consumer group that
   hosts us as a classic member and assigns by itself.
 
+Two more hooks serve an option for coordinators that answer each member's JoinGroup and
+SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
+the KIP-429 follow-up JoinGroup after a cooperative revocation can wait
+``followup_join_delay_ms`` (checked in ``need_rejoin``; nothing sleeps) unless the group is
+already rebalancing. See :class:`KafkaGroupClient`.
+
 Everything else the membership needs from the client goes through :class:`KafkaGroupClient`:
 its state, what it reached, one bounded OffsetCommit, OffsetFetch, pause and close.
 """
@@ -68,6 +74,9 @@ class GroupState:
     protocol: str | None
     rebalancing: bool  # a JoinGroup/SyncGroup round is under way
     stable: bool  # joined and not rebalancing: commits can carry this generation
+    # the generation whose assignment we hold (-1: none, or membership reset): what the
+    # subscription's KIP-792 generation field reports next to the owned partitions
+    assigned_generation: int = -1
 
 
 @dataclass
@@ -143,6 +152,7 @@ class KafkaGroupClient:
         partition_assignors: list,
         callbacks: Callbacks,
         leader_sync_delay_ms: int = 0,
+        followup_join_delay_ms: int = 0,
     ):
         kwargs = dict(client_config)
         session = int(kwargs.get("session_timeout_ms", 45_000))
@@ -159,7 +169,19 @@ class KafkaGroupClient:
             kwargs.setdefault("client_rack", client_rack)
         self.callbacks = callbacks
         self.stats = JoinStats()
+        self.assigned_generation = -1  # set when an assignment is applied (see GroupState)
         self._sync_delay_s = leader_sync_delay_ms / 1000.0
+        # The KIP-429 follow-up JoinGroup after a cooperative revocation waits this long. Kafka
+        # answers every member's JoinGroup at once and every parked SyncGroup with the leader's,
+        # so it needs none (0, as Java and librdkafka). Tansu answers each member's JoinGroup
+        # session/2 after that member sent it and polls parked SyncGroups once a second: a
+        # follow-up sent at once opens the next generation while members that learned of the
+        # rebalance a heartbeat later still wait for this one, and they miss it (their
+        # revocations then cost one more generation).
+        self._followup_delay_s = followup_join_delay_ms / 1000.0
+        self._followup_at: float | None = None  # monotonic time the deferred follow-up may go
+        self._completing = False  # applying an assignment (kafka-python's on_join_complete)
+        self._rebalance_signalled = False  # a heartbeat said the group is rebalancing
         self._heartbeat_s = int(kwargs["heartbeat_interval_ms"]) / 1000.0
         self._consumer = KafkaConsumer(**kwargs)
         self._coord = self._consumer._coordinator
@@ -200,12 +222,15 @@ class KafkaGroupClient:
         coord = self._coord
         gen = coord._generation
         stable = coord.generation_if_stable() is not None
+        generation = gen.generation_id if gen is not None else -1
         return GroupState(
-            generation=gen.generation_id if gen is not None else -1,
+            generation=generation,
             member_id=gen.member_id if gen is not None else "",
             protocol=gen.protocol if gen is not None else None,
             rebalancing=coord.rebalance_in_progress(),
             stable=stable and coord.state is MemberState.STABLE,
+            # a reset membership (lost, fenced) holds no generation's assignment any more
+            assigned_generation=self.assigned_generation if generation >= 0 else -1,
         )
 
     def reached(self) -> tuple[bool, bool]:
@@ -333,16 +358,46 @@ def _install(coord, owner: KafkaGroupClient) -> None:
     coord._groupkafka = owner
     base_need_rejoin = coord.need_rejoin
     base_join_complete = coord._on_join_complete_async
+    base_request_rejoin = coord.request_rejoin
+    base_heartbeat_response = coord._handle_heartbeat_response
 
     def need_rejoin():
         # a finished join whose result is not read yet must be read, whatever else changed
-        return coord._join_task is not None or base_need_rejoin()
+        if coord._join_task is not None:
+            return True
+        if owner._followup_at is not None:
+            if time.monotonic() < owner._followup_at:
+                return False  # the deferred KIP-429 follow-up (see KafkaGroupClient)
+            owner._followup_at = None
+        return base_need_rejoin()
+
+    def request_rejoin():
+        if not owner._completing:
+            owner._followup_at = None  # any other reason to rejoin does not wait
+        base_request_rejoin()
+
+    def handle_heartbeat_response(response, send_time):
+        if response.error_code == kerr.RebalanceInProgressError.errno:
+            owner._rebalance_signalled = True  # the group moved on: our follow-up joins it now
+            owner._followup_at = None
+        return base_heartbeat_response(response, send_time)
 
     async def on_join_complete(generation, member_id, protocol, assignment_bytes):
         owner.stats.applied.append(generation)
-        return await base_join_complete(generation, member_id, protocol, assignment_bytes)
+        owner.assigned_generation = generation
+        owner._rebalance_signalled = False
+        owner._completing = True
+        try:
+            return await base_join_complete(generation, member_id, protocol, assignment_bytes)
+        finally:
+            owner._completing = False
+            # kafka-python requests the follow-up rebalance after a cooperative revocation
+            if coord.rejoin_needed and owner._followup_delay_s > 0 and not owner._rebalance_signalled:
+                owner._followup_at = time.monotonic() + owner._followup_delay_s
 
     coord.need_rejoin = need_rejoin
+    coord.request_rejoin = request_rejoin
+    coord._handle_heartbeat_response = handle_heartbeat_response
     coord._on_join_complete_async = on_join_complete
     coord.join_group_async = types.MethodType(_join_group_async, coord)
     coord._do_join_and_sync_async = types.MethodType(_do_join_and_sync_async, coord)

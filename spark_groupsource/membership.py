@@ -57,6 +57,12 @@ class MembershipConfig:
     # SyncGroup arriving after the leader's: the leader waits this long before syncing
     # (scheduled on the IO loop, never a sleep there).
     leader_sync_delay_ms: int = 0
+    # Workaround for coordinators that answer each member's JoinGroup and SyncGroup on their
+    # own timers (Tansu): after a cooperative revocation, the KIP-429 follow-up JoinGroup
+    # waits this long (unless the group is already rebalancing), so that members still
+    # completing the current generation get it. 0 (Kafka, as Java and librdkafka do); Tansu:
+    # twice the members' heartbeat interval. Never a sleep on the IO loop.
+    followup_join_delay_ms: int = 0
     # How long the member may go without reaching the cluster or without a coordinator (and,
     # at least this long, without a first assignment) before raise_if_failed() reports it.
     join_timeout_ms: int = 120_000
@@ -161,6 +167,7 @@ class GroupMembership:
                 group_instance_id=cfg.group_instance_id, client_rack=cfg.client_rack,
                 client_config=cfg.client_config, partition_assignors=self._bridges,
                 callbacks=callbacks, leader_sync_delay_ms=cfg.leader_sync_delay_ms,
+                followup_join_delay_ms=cfg.followup_join_delay_ms,
             )
         except kafka_group.KafkaError as exc:
             raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
@@ -407,8 +414,14 @@ class GroupMembership:
         return self._broker_assigns is not None
 
     def _owned_for_metadata(self) -> tuple[frozenset[TopicPartition], int]:
+        """What the subscription reports: owned partitions and the generation that assigned
+        them. Not the generation of the latest JoinGroup answer (Java's choice): after a round
+        whose SyncGroup failed (REBALANCE_IN_PROGRESS), that one changed although nothing we
+        own did, and a follower rejoining a stable group with changed metadata makes the
+        coordinator (Kafka's and Tansu's alike) rebalance the whole group again instead of
+        handing it the current generation's assignment."""
         owned = frozenset(self._book.owned())
-        gen = self._client.state().generation if self._client is not None else -1
+        gen = self._client.state().assigned_generation if self._client is not None else -1
         if self._protocol is RebalanceProtocol.EAGER:
             return frozenset(), gen
         return owned, gen
