@@ -181,6 +181,7 @@ class BackfillPlan:
                     # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
                     client_config={"api_version": (2, 3), **opt.membership_config(opts)},
                     leader_sync_delay_ms=leader_sync_delay_ms,
+                    followup_join_delay_ms=opts.followup_join_delay_ms,
                     join_timeout_ms=opts.group_join_timeout_ms,
                 ),
                 drain_timeout_s=rebalance_s,

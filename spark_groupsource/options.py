@@ -58,12 +58,17 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``leaderSyncDelayMs``                  int >= 0, default 0: when elected leader, wait before
                                        SyncGroup (for brokers that reject a follower's
                                        SyncGroup arriving after the leader's: librdkafka's mock)
+``followupJoinDelayMs``                int >= 0, default 0: after a cooperative revocation,
+                                       hold the follow-up JoinGroup back this long (for
+                                       brokers that answer a follower's pending join with
+                                       the next generation: Tansu; Kafka needs none)
 ``kafka.isolation.level``              ``read_uncommitted`` (default, as Spark's Java
                                        consumer) / ``read_committed``
 ``kafka.group.protocol``               ``classic`` (default: our client-side assignors) or
                                        ``consumer`` (KIP-848: the broker assigns; then
                                        ``assignor``, its settings, the session and
-                                       heartbeat settings and ``leaderSyncDelayMs`` are
+                                       heartbeat settings, ``leaderSyncDelayMs`` and
+                                       ``followupJoinDelayMs`` are
                                        rejected)
 ``kafka.group.remote.assignor``        ``uniform`` or ``range`` (consumer protocol only;
                                        default: the broker's, ``uniform`` on Kafka)
@@ -324,6 +329,9 @@ class _CommonOptions:
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0
+    #: After a cooperative revocation, hold the follow-up JoinGroup back this long (Tansu answers
+    #: a follower's pending JoinGroup with the next generation when the leader rejoins at once).
+    followup_join_delay_ms: int = 0
     #: Every ``kafka.*`` option without the prefix (repr redacts secrets).
     kafka_params: KafkaParams = field(default_factory=KafkaParams)
     #: ``kafka.group.protocol``: ``classic`` (our assignors) or ``consumer`` (KIP-848, the broker
@@ -405,6 +413,7 @@ _OPTION_NAMES = [
     "endingOffsetsByTimestamp",
     "groupCoordinated",
     "leaderSyncDelayMs",
+    "followupJoinDelayMs",
 ]
 _SPELLING = {n.lower(): n for n in _OPTION_NAMES}
 _REFUSED_SPELLING = {"groupidprefix": "groupIdPrefix"}
@@ -591,6 +600,7 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         ),
         group_join_timeout_ms=_int(raw, "groupjointimeoutms", DEFAULT_GROUP_JOIN_TIMEOUT_MS, minimum=1),
         leader_sync_delay_ms=_int(raw, "leadersyncdelayms", 0, minimum=0),
+        followup_join_delay_ms=_int(raw, "followupjoindelayms", 0, minimum=0),
         kafka_params=KafkaParams(kafka_params),
         group_protocol=protocol,
         remote_assignor=remote_assignor,
@@ -609,6 +619,7 @@ _NOT_FOR_CONSUMER_PROTOCOL = {
     "kafka.heartbeat.interval.ms": "the broker sets the heartbeat interval in the consumer group "
     "protocol (broker setting group.consumer.heartbeat.interval.ms)",
     "leadersyncdelayms": "there is no group leader or SyncGroup in the consumer group protocol",
+    "followupjoindelayms": "the consumer group protocol has no JoinGroup: the broker reconciles each member",
 }
 
 

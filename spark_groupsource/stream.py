@@ -523,6 +523,7 @@ def _membership(opts: opt.StreamOptions) -> Membership:
             client_rack=opts.client_rack,
             client_config={"api_version": (2, 3), **opt.membership_config(opts)},
             leader_sync_delay_ms=opts.leader_sync_delay_ms,
+            followup_join_delay_ms=opts.followup_join_delay_ms,
             join_timeout_ms=opts.group_join_timeout_ms,
         ),
         drain_timeout_s=drain_timeout_s,

@@ -43,6 +43,7 @@ def test_unknown_remote_assignor() -> None:
     ("kafka.session.timeout.ms", "group.consumer.session.timeout.ms"),
     ("kafka.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms"),
     ("leaderSyncDelayMs", "no group leader"),
+    ("followupJoinDelayMs", "no JoinGroup"),
     ("redundant.replicas", "assignor settings"),
     ("range.unused", "assignor settings"),
 ])

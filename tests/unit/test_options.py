@@ -333,6 +333,8 @@ def test_booleans(name: str, attr: str, default: bool) -> None:
         ("kafka.session.timeout.ms", "session_timeout_ms", 1),
         ("kafka.heartbeat.interval.ms", "heartbeat_interval_ms", 1),
         ("kafka.max.poll.interval.ms", "max_poll_interval_ms", 1),
+        ("leaderSyncDelayMs", "leader_sync_delay_ms", 0),
+        ("followupJoinDelayMs", "followup_join_delay_ms", 0),
     ],
 )
 def test_integers(name: str, attr: str, minimum: int) -> None:
