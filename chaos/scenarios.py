@@ -305,7 +305,7 @@ SCENARIOS = [
          protocols=CLASSIC),
     Spec("retention_fail", retention_fail, "retention deletes unread records, failOnDataLoss=true: must fail"),
     Spec("retention_skip", retention_skip,
-         "retention deletes unread records, failOnDataLoss=false: only those missing, reported"),
+         "retention deletes unread records, failOnDataLoss=false: only those missing, reported", quick=CONSUMER),
 ]
 
 #: Why the classic-only scenarios do not apply to a KIP-848 member (``--protocol consumer``).
