@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: setup test test-unit test-integration lint bench demo chaos clean
+.PHONY: setup test test-unit test-integration lint bench demo chaos chaos-consumer clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ demo:
 CHAOS_ARGS ?=
 chaos:
 	$(PY) -m chaos $(CHAOS_ARGS)
+
+# The scenarios that apply to KIP-848 members (kafka.group.protocol=consumer queries,
+# group.protocol=consumer plain consumers; ~20 min): `python -m chaos --protocol consumer --list`.
+chaos-consumer:
+	$(PY) -m chaos --protocol consumer $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

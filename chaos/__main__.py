@@ -4,6 +4,7 @@
     python -m chaos --quick         # the short version run by the tests
     python -m chaos --only driver_kill9,commit_errors
     python -m chaos --list
+    python -m chaos --protocol consumer   # the scenarios that apply to KIP-848 members (make chaos-consumer)
 
 Exit code 0 when every scenario passed; 1 when any lost a record, had a query fail where it
 should not (or not fail where it should), a committed offset move backwards, or duplicates
@@ -20,8 +21,8 @@ import tempfile
 import time
 
 from chaos.report import table
-from chaos.run import Row, Run
-from chaos.scenarios import SCENARIOS
+from chaos.run import PROTOCOLS, Row, Run
+from chaos.scenarios import SCENARIOS, for_protocol, why_not
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -29,6 +30,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--only", help="comma-separated scenario names")
     p.add_argument("--quick", action="store_true", help="only the short version's scenarios")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="classic",
+                   help="the members' group protocol: classic (our assignors) or consumer (KIP-848: "
+                   "kafka.group.protocol=consumer queries, group.protocol=consumer plain consumers)")
     p.add_argument("--workdir", help="where sinks, checkpoints and logs go (default: a new temp dir)")
     p.add_argument("--json", dest="json_path", help="results file (default: <workdir>/results.json)")
     p.add_argument("--quiet-timeout", type=float, default=120.0,
@@ -38,30 +42,39 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    specs = SCENARIOS
+    protocol = args.protocol
+    specs = for_protocol(protocol)
     if args.list:
+        print(f"group protocol {protocol}:")
         for s in specs:
-            print(f"{s.name:22} {'quick ' if s.quick else '      '}{s.about}")
+            print(f"{s.name:22} {'quick ' if protocol in s.quick else '      '}{s.about}")
+        skipped = [s for s in SCENARIOS if s not in specs]
+        if skipped:
+            print(f"\nnot run with --protocol {protocol}:")
+            for s in skipped:
+                print(f"{s.name:22}       {why_not(s.name, protocol)}")
         return 0
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         known = {s.name for s in specs}
         unknown = [n for n in names if n not in known]
         if unknown:
-            print(f"unknown scenario(s) {unknown}; see --list", file=sys.stderr)
+            why = [f"{n}: {why_not(n, protocol)}" for n in unknown if why_not(n, protocol)]
+            print(f"unknown scenario(s) {unknown} for --protocol {protocol}; see --list"
+                  + "".join(f"\n  {w}" for w in why), file=sys.stderr)
             return 2
         specs = [s for s in specs if s.name in names]
     if args.quick:
-        specs = [s for s in specs if s.quick]
+        specs = [s for s in specs if protocol in s.quick]
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-chaos-")
     os.makedirs(workdir, exist_ok=True)
     json_path = args.json_path or os.path.join(workdir, "results.json")
-    print(f"chaos: {len(specs)} scenarios, work directory {workdir}", flush=True)
+    print(f"chaos: {len(specs)} scenarios, group protocol {protocol}, work directory {workdir}", flush=True)
     rows: list[Row] = []
     t0 = time.monotonic()
     for spec in specs:
         print(f"chaos: {spec.name}: {spec.about}", flush=True)
-        run = Run(spec.name, workdir, partitions=spec.partitions)
+        run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol)
         error = None
         try:
             spec.run(run)
@@ -70,15 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             row = run.finish(args.quiet_timeout, error)
         except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
-            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"])
+            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol)
         rows.append(row)
         verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
         print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
         with open(json_path, "w") as f:
-            json.dump({"workdir": workdir, "rows": [r.to_json() for r in rows]}, f, indent=1)
+            json.dump({"workdir": workdir, "protocol": protocol, "rows": [r.to_json() for r in rows]}, f, indent=1)
     print()
     print(table(rows))
-    print(f"\n{sum(r.ok for r in rows)}/{len(rows)} scenarios passed in {time.monotonic() - t0:.0f}s; "
+    print(f"\n{sum(r.ok for r in rows)}/{len(rows)} scenarios ({protocol} protocol) passed in {time.monotonic() - t0:.0f}s; "
           f"results: {json_path}")
     return 0 if all(r.ok for r in rows) else 1
 

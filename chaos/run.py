@@ -29,6 +29,16 @@ MEMBER_OPTIONS = {
     "kafka.request.timeout.ms": "5000",
 }
 SESSION_S = 6.0
+#: The same for a KIP-848 member (``--protocol consumer``): the broker owns the session and
+#: heartbeat (set on the mock cluster to the classic values, see :class:`Run`), there is no
+#: leader or SyncGroup; a revocation may take up to 60 s (the rebalance timeout).
+CONSUMER_MEMBER_OPTIONS = {
+    "kafka.auto.offset.reset": "earliest",
+    "kafka.group.protocol": "consumer",
+    "kafka.max.poll.interval.ms": "60000",
+    "kafka.request.timeout.ms": "5000",
+}
+PROTOCOLS = ("classic", "consumer")
 
 
 class ScenarioError(Exception):
@@ -62,13 +72,19 @@ class Row:
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    protocol: str = "classic"
+
     def to_json(self) -> dict:
         return asdict(self)
 
 
 class Run:
-    def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int = 3):
+    def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int = 3,
+                 protocol: str = "classic"):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         self.name = name
+        self.protocol = protocol
         self.dir = os.path.join(workdir, name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -78,6 +94,9 @@ class Run:
         self.topic = f"chaos-{name}"
         self.group = f"chaos-{name}-g"
         self.broker = DevBroker("mock", brokers=brokers).start()
+        if protocol == "consumer":  # the broker-owned session of KIP-848 groups, as the classic one
+            self.broker.mock.set_group_consumer_session_timeout_ms(int(SESSION_S * 1000))
+            self.broker.mock.set_group_consumer_heartbeat_interval_ms(1000)
         self.broker.create_topic(self.topic, partitions)
         self.members: dict[str, Member] = {}
         self.history: list[Member] = []
@@ -92,6 +111,10 @@ class Run:
         self.t0 = time.monotonic()
         self._events: list[str] = []
 
+    @property
+    def member_options(self) -> dict[str, str]:
+        return dict(CONSUMER_MEMBER_OPTIONS if self.protocol == "consumer" else MEMBER_OPTIONS)
+
     # -- driving -----------------------------------------------------------------------------
     def event(self, text: str) -> None:
         line = f"{time.monotonic() - self.t0:7.1f}s {text}"
@@ -103,7 +126,7 @@ class Run:
         incarnation = sum(1 for m in self.history if m.name == name) + 1
         m = start_member(name, incarnation, bootstrap=bootstrap or self.broker.bootstrap, topic=self.topic,
                          group=self.group, out=self.out, checkpoint=os.path.join(self.dir, f"ck-{name}"),
-                         options={**MEMBER_OPTIONS, **options}, log_dir=self.dir)
+                         options={**self.member_options, **options}, log_dir=self.dir)
         self.members[name] = m
         self.history.append(m)
         self.event(f"started {m.owner} (pid {m.pid})")
@@ -131,8 +154,12 @@ class Run:
         self.event(f"{'paused' if paused else 'resumed'} {m.owner}'s sink")
 
     def plain_member(self, name: str, **conf) -> PlainMember:
-        pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out,
-                         {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, **conf})
+        """A librdkafka consumer in the group: classic with a 6 s session, or (``--protocol
+        consumer``) ``group.protocol=consumer``, where librdkafka rejects session, heartbeat and
+        assignment-strategy settings (the broker owns them)."""
+        base = ({"group.protocol": "consumer"} if self.protocol == "consumer"
+                else {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+        pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out, {**base, **conf})
         self.plain.append(pm)
         self.event(f"plain consumer {name} joined")
         return pm
@@ -202,7 +229,7 @@ class Run:
         return False
 
     def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
-        row = Row(self.name)
+        row = Row(self.name, protocol=self.protocol)
         try:
             self._end_production()
             reached = None if error else self.quiet(quiet_timeout)

@@ -3,6 +3,9 @@
 A scenario gets a fresh :class:`~chaos.run.Run` (its own 3-broker mock cluster, topic and
 group) and returns once its fault is over; the runner then waits out the quiet period and
 judges. Sizes are scaled so the whole suite fits about 25 minutes on 2 idle cores.
+
+Each scenario names the group protocols it applies to (``python -m chaos --protocol
+consumer`` runs the KIP-848 ones); :data:`NOT_IN_CONSUMER` says why the others do not apply.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import signal
 import time
 from dataclasses import dataclass
 
-from chaos.run import SESSION_S, Outcome, Run, Scenario
+from chaos.run import PROTOCOLS, SESSION_S, Outcome, Run, Scenario
 
 OFFSET_COMMIT = 8
 # OffsetCommit errors a coordinator really returns: REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
 # UNKNOWN_MEMBER_ID, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 # REQUEST_TIMED_OUT
 COMMIT_ERRORS = [27, 22, 25, 14, 15, 16, 7]
+# ... and to a KIP-848 member (no rebalance in progress, no generation; commits carry the
+# member epoch): STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, then the coordinator errors
+CONSUMER_COMMIT_ERRORS = [113, 25, 14, 15, 16, 7]
 
 
 @dataclass(frozen=True)
@@ -28,29 +34,44 @@ class Spec:
     run: Scenario
     about: str
     partitions: int = 4
-    quick: bool = False
+    quick: tuple[str, ...] = ()  # the protocols whose short version (--quick) runs it
+    protocols: tuple[str, ...] = PROTOCOLS
 
 
-def eager_churn(r: Run) -> None:
+def eager_churn(r: Run, **options: str) -> None:
     r.produce()
-    a = r.start("a")
+    a = r.start("a", **options)
     r.wait_reading(a)
     for _ in range(2):
-        b = r.start("b")
+        b = r.start("b", **options)
         r.wait_reading(b)
         r.sleep(4)
         r.stop(b)
         r.sleep(4)
 
 
+def query_churn(r: Run) -> None:
+    """KIP-848: a second query joins and leaves twice (both name the broker's range assignor)."""
+    eager_churn(r, **{"kafka.group.remote.assignor": "range"})
+
+
 def cooperative_churn(r: Run) -> None:
     """Plain consumers stay 20 s each (a cooperative rebalance takes two rounds, and a round
     on the mock up to session - 1 s), overlapping: c0; c0 + c1; c1; none. They must get
     partitions and read from them, or the scenario proved nothing."""
+    _plain_churn(r, {"assignor": "cooperative-sticky"}, {"partition.assignment.strategy": "cooperative-sticky"})
+
+
+def consumer_churn(r: Run) -> None:
+    """The same with librdkafka consumers in ``group.protocol=consumer`` (no client-side
+    assignor: the broker assigns, incrementally)."""
+    _plain_churn(r, {}, {})
+
+
+def _plain_churn(r: Run, query_options: dict[str, str], strategy: dict[str, str]) -> None:
     r.produce()
-    a = r.start("a", assignor="cooperative-sticky")
+    a = r.start("a", **query_options)
     r.wait_reading(a)
-    strategy = {"partition.assignment.strategy": "cooperative-sticky"}
     c0 = r.plain_member("c0", **strategy)
     r.sleep(20)
     c1 = r.plain_member("c1", **strategy)
@@ -167,7 +188,7 @@ def commit_errors(r: Run) -> None:
     r.produce()
     a = r.start("a")
     r.wait_reading(a)
-    for code in COMMIT_ERRORS:
+    for code in CONSUMER_COMMIT_ERRORS if r.protocol == "consumer" else COMMIT_ERRORS:
         mock.push_request_errors(OFFSET_COMMIT, [code])
         r.event(f"next OffsetCommit fails with error {code}")
         r.sleep(3)
@@ -259,21 +280,52 @@ def retention_skip(r: Run) -> None:
     _retention(r, False)
 
 
+CLASSIC, CONSUMER = ("classic",), ("consumer",)
 SCENARIOS = [
-    Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)"),
+    Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)", protocols=CLASSIC),
     Spec("cooperative_churn", cooperative_churn,
-         "plain librdkafka consumers join and leave a cooperative-sticky query"),
-    Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint", quick=True),
+         "plain librdkafka consumers join and leave a cooperative-sticky query",
+         protocols=CLASSIC),
+    Spec("query_churn", query_churn, "a second query started and stopped twice (remote assignor range)",
+         protocols=CONSUMER),
+    Spec("consumer_churn", consumer_churn,
+         "plain librdkafka consumers (group.protocol=consumer) join and leave the query", protocols=CONSUMER),
+    Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint",
+         quick=CLASSIC),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
     Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),
     Spec("broker_outage", broker_outage, "leader of 3 of 8 partitions and the coordinator down 20 s",
          partitions=8),
     Spec("coordinator_moved", coordinator_moved, "the group coordinator moved 4 times"),
-    Spec("commit_errors", commit_errors, "7 OffsetCommit errors injected", quick=True),
+    Spec("commit_errors", commit_errors,
+         "OffsetCommit errors injected one by one (classic 27 22 25 14 15 16 7; consumer 113 25 14 15 16 7)", quick=CLASSIC),
     Spec("unreachable_bootstrap", unreachable_bootstrap,
          "bootstrap 127.0.0.1:9: must fail within groupJoinTimeoutMs naming servers and group"),
-    Spec("redundant_restart", redundant_restart, "redundant (2 replicas), a member kill -9 and restarted"),
+    Spec("redundant_restart", redundant_restart, "redundant (2 replicas), a member kill -9 and restarted",
+         protocols=CLASSIC),
     Spec("retention_fail", retention_fail, "retention deletes unread records, failOnDataLoss=true: must fail"),
     Spec("retention_skip", retention_skip,
-         "retention deletes unread records, failOnDataLoss=false: only those missing, reported"),
+         "retention deletes unread records, failOnDataLoss=false: only those missing, reported", quick=CONSUMER),
 ]
+
+#: Why the classic-only scenarios do not apply to a KIP-848 member (``--protocol consumer``).
+NOT_IN_CONSUMER = {
+    "eager_churn": "eager assignment is a classic client-side assignor behaviour; KIP-848 rebalances are "
+    "always incremental (query_churn runs the same churn)",
+    "cooperative_churn": "the cooperative-sticky client-side assignor is rejected in this mode (the broker "
+    "assigns); consumer_churn runs the same churn with group.protocol=consumer consumers",
+    "redundant_restart": "redundant is a client-side assignor; the broker assigns each partition to one member",
+}
+#: Classic has its own churn scenarios for these.
+NOT_IN_CLASSIC = {
+    "query_churn": "the classic mode runs eager_churn",
+    "consumer_churn": "the classic mode runs cooperative_churn",
+}
+
+
+def for_protocol(protocol: str) -> list[Spec]:
+    return [s for s in SCENARIOS if protocol in s.protocols]
+
+
+def why_not(name: str, protocol: str) -> str | None:
+    return (NOT_IN_CONSUMER if protocol == "consumer" else NOT_IN_CLASSIC).get(name)

@@ -63,6 +63,11 @@ _FATAL_CODES = frozenset({
     KafkaError.INVALID_GROUP_ID,
 })
 REMOTE_ASSIGNORS = ("uniform", "range")
+#: A commit refused as fenced drops its partitions from planning at once, but librdkafka only
+#: sends its next heartbeat sooner: when the broker really fenced the member, that heartbeat
+#: makes librdkafka report the loss. If librdkafka still holds the partitions this long after,
+#: the refused offsets are sent again (see ``_recheck_refused``).
+RECHECK_REFUSED_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,10 @@ class ConsumerProtocolMembership:
         self._epoch, self._member_id = -1, ""
         self._started = time.monotonic()
         self._assigned_at: float | None = None
+        # partition -> offset of a commit refused as fenced, while librdkafka still holds it
+        # (the member's thread only)
+        self._refused: dict[TopicPartition, int] = {}
+        self._refused_checked = 0.0
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,6 +221,7 @@ class ConsumerProtocolMembership:
                                     self.config.group_id, msg.topic(), msg.partition())
                     self._note_metadata(consumer)  # the epoch also moves without a new assignment
                     self._serve_calls()
+                    self._recheck_refused(consumer)
                     self._check_join_bound()
                 except Exception as exc:  # noqa: BLE001 - kept for raise_if_failed
                     if self._closed.is_set():
@@ -292,6 +302,7 @@ class ConsumerProtocolMembership:
                 consumer.incremental_assign(partitions)
                 consumer.pause(partitions)  # after assigning: assign() resets the paused state
             self._book.acquire(_ours(tp) for tp in partitions)
+            self._settled(partitions)
             self._note_metadata(consumer)
             if self._assigned_at is None:
                 self._assigned_at = time.monotonic()
@@ -305,6 +316,7 @@ class ConsumerProtocolMembership:
     def _on_revoke(self, consumer: Consumer, partitions: list[CkTP]) -> None:
         """The revoke barrier: give partitions up after their batch completed and committed."""
         revoked = {_ours(tp) for tp in partitions}
+        self._settled(partitions)
         try:
             if revoked:
                 self._drain(revoked)
@@ -348,6 +360,7 @@ class ConsumerProtocolMembership:
     def _on_lost(self, consumer: Consumer, partitions: list[CkTP]) -> None:
         """Fenced or session expired: stop planning these at once (no commit can land)."""
         gone = self._book.lose(_ours(tp) for tp in partitions)
+        self._settled(partitions)
         self.counters.partitions_lost += len(gone)
         try:
             if partitions:
@@ -419,9 +432,11 @@ class ConsumerProtocolMembership:
         if fenced:
             self.counters.fenced_commits += 1
             self.counters.partitions_lost += len(self._book.lose(fenced))
+            self._refused.update({tp: mine[tp] for tp in fenced})
+            self._refused_checked = time.monotonic()
             error = KafkaError(errors[next(iter(fenced))]).str()
-            log.warning("group %s: commit fenced (%s); %d partitions marked lost, not retried",
-                        self.config.group_id, error, len(fenced))
+            log.warning("group %s: commit fenced (%s); %d partitions marked lost (sent again only if "
+                        "librdkafka keeps them and reports no loss)", self.config.group_id, error, len(fenced))
         if failed:
             self.counters.commit_failures += 1
             self._book.keep(failed, todo)
@@ -434,6 +449,43 @@ class ConsumerProtocolMembership:
                      ", ".join(f"{tp}@{mine[tp]}" for tp in sorted(done)))
         return CommitResult(committed=frozenset(done), lost=frozenset(fenced), failed=frozenset(failed),
                             skipped=frozenset(skipped), error=error)
+
+    def _settled(self, partitions: Iterable[CkTP]) -> None:
+        """librdkafka reported these assigned, revoked or lost: no refused commit to check."""
+        for tp in partitions:
+            self._refused.pop(_ours(tp), None)
+
+    def _recheck_refused(self, consumer: Consumer) -> None:
+        """A commit refused as fenced (UNKNOWN_MEMBER_ID, ...) while the membership stands.
+
+        A coordinator answers so when it no longer knows the member (fenced, session expired),
+        and then the next heartbeat fences it and librdkafka reports the partitions lost. But
+        when librdkafka goes on holding them with no loss reported, they were dropped from
+        planning for good (no assignment change will bring them back). So, every
+        ``RECHECK_REFUSED_S``, the refused offsets of partitions librdkafka still holds are sent
+        again: the broker accepts them only from a current member with the current epoch, which
+        proves the membership stands; those partitions are then taken back (new acquisition
+        serials: planning resumes at the offsets just committed, nothing re-read). A refusal
+        again changes nothing; a real fence ends the check through the loss callback."""
+        if not self._refused or time.monotonic() - self._refused_checked < RECHECK_REFUSED_S:
+            return
+        self._refused_checked = time.monotonic()
+        held = {_ours(tp) for tp in consumer.assignment()}
+        owned = self._book.owned()
+        self._refused = {tp: off for tp, off in self._refused.items() if tp in held and tp not in owned}
+        if not self._refused:
+            return
+        errors = self._send(self._refused)
+        back = {tp: off for tp, off in self._refused.items() if tp not in errors}
+        if not back:
+            return
+        for tp in back:
+            del self._refused[tp]
+        self._book.acquire(back)
+        self.counters.commits += 1
+        log.warning("group %s: a commit refused as fenced was accepted when sent again (librdkafka kept "
+                    "the partitions and reported no loss: the membership stands); taking back %s",
+                    self.config.group_id, ", ".join(f"{tp}@{off}" for tp, off in sorted(back.items())))
 
     def _send(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """One synchronous OffsetCommit; partition -> error code for those not committed."""

@@ -1,6 +1,7 @@
 """The chaos suite's short version (``python -m chaos --quick``): a few fault scenarios run end
 to end as ``make chaos`` runs them (member processes, producer, committed-offset sampler), and
-the suite's exit code and results file must say that every one passed."""
+the suite's exit code and results file must say that every one passed. The consumer mode
+(KIP-848 members) runs only its one short scenario here; its full run is ``make chaos-consumer``."""
 
 from __future__ import annotations
 
@@ -30,4 +31,25 @@ def test_quick_chaos_scenarios_pass(tmp_path):
     for r in rows:
         assert r["produced"] > 0 and r["read"] == r["produced"], report
     assert all(r["ok"] for r in rows), report
+    assert proc.returncode == 0, report
+
+
+def test_quick_chaos_scenario_passes_in_consumer_mode(tmp_path):
+    """``--protocol consumer --quick``: retention_skip with a kafka.group.protocol=consumer query
+    (reading, commits reaching the log end, the data-loss skips reported), ~50 s."""
+    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
+        pytest.skip("the chaos scenarios inject faults into the embedded mock broker")
+    results = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "chaos", "--protocol", "consumer", "--quick", "--workdir", str(tmp_path / "w"),
+         "--json", str(results)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    report = proc.stdout[-6000:] + proc.stderr[-2000:]
+    data = json.loads(results.read_text())
+    assert data["protocol"] == "consumer", report
+    assert [r["scenario"] for r in data["rows"]] == ["retention_skip"], report
+    row = data["rows"][0]
+    assert row["produced"] > 0 and row["read"] + row["deleted"] == row["produced"] and row["deleted"] > 0, report
+    assert row["ok"] and row["reached_end"], report
     assert proc.returncode == 0, report

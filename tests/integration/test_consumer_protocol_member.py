@@ -224,6 +224,35 @@ def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(k
         m.close()
 
 
+def test_commit_refused_as_fenced_while_the_membership_stands_takes_the_partitions_back(kip848, unique_name):
+    """Chaos finding 3: the coordinator answers one commit UNKNOWN_MEMBER_ID, yet the member was
+    not fenced (its heartbeats go on, librdkafka keeps the partitions and reports no loss). The
+    partitions stop being planned at once; the refused offsets are sent again, land, and the
+    partitions come back under new serials, so planning resumes exactly there."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kip848.create_topic(topic, 2)
+    produce_keyed(kip848.bootstrap, topic, 20, partitions=2)
+    m = member(kip848, group, topic)
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
+        before = m.snapshot().owned
+        kip848.mock.push_request_errors(OFFSET_COMMIT, [KafkaError.UNKNOWN_MEMBER_ID])
+        result = m.commit({tp: 7 for tp in before}, before)
+        assert result.lost == frozenset(before) and not result.committed, result
+        assert not m.snapshot().owned, "partitions refused as fenced must stop being planned at once"
+        wait_until(lambda: len(m.snapshot().owned) == 2, 10, message="the partitions to come back")
+        after = m.snapshot().owned
+        assert all(after[tp] != before[tp] for tp in after), "taken back under new acquisition serials"
+        assert committed_offsets(kip848.bootstrap, group, topic, 2) == {0: 7, 1: 7}
+        stale = m.commit({tp: 9 for tp in before}, before)
+        assert stale.skipped == frozenset(before) and not stale.committed, stale
+        assert m.commit({tp: 9 for tp in after}, after).committed == frozenset(after)
+    finally:
+        kip848.mock.clear_request_errors(OFFSET_COMMIT)
+        m.close()
+
+
 def test_static_member_restart_keeps_its_partitions(kip848, unique_name):
     """A static member that closes and comes back within the session keeps its partitions; the
     other member sees no rebalance."""
