@@ -30,8 +30,8 @@ def validate_assignment(
     Fewer when fewer members subscribe to its topic: ``min(replicas, subscribers)``.
 
     ``cooperative`` (KIP-429): a partition revoked from its current owner is held
-    back for one round, so it may go to nobody, but only if a member reported
-    owning it and loses it now.
+    back for one round, so it may go to nobody, but only if it has a current owner
+    (see :func:`_holdable`) who loses it now.
     """
     if replicas == 1 and _validate_indexed(assignor_name, cluster, subscriptions, assignment,
                                            cooperative):
@@ -64,13 +64,10 @@ def validate_assignment(
             holders.setdefault(tp, []).append(member)
 
     subscribers: dict[str, int] = {}
-    withheld: set[TopicPartition] = set()
-    for member, sub in subscriptions.items():
+    for sub in subscriptions.values():
         for t in set(sub.topics):
             subscribers[t] = subscribers.get(t, 0) + 1
-        if cooperative:
-            kept = set(assignment[member].partitions) if member in assignment else set()
-            withheld.update(tp for tp in sub.owned_partitions if tp not in kept)
+    withheld = _holdable(subscriptions) if cooperative else set()
     for topic in sorted(subscribers):
         want = min(replicas, subscribers[topic])
         for tp in cluster.partitions_for(topic):
@@ -154,13 +151,33 @@ def _validate_indexed(
     if n_marked == sum(map(len, ranges)):  # every partition given is subscribed: all covered
         return True
     missing = {i for r in ranges for i in compress(r, map(not_, marks[r.start:r.stop]))}
-    if cooperative:  # held back only if some member reported owning it (it is revoked now)
-        claimed: set[int] = set()
-        for sub in subscriptions.values():
-            claimed.update(space.indices(sub.owned_partitions))
-        missing -= claimed
+    if cooperative:  # held back only from a current owner (who is given nothing of it now)
+        missing -= set(space.indices(_holdable(subscriptions)))
     if missing:
         tp = space.partition(min(missing))
         raise InvalidAssignmentError(
             assignor_name, f"partition {tp} is assigned to 0 member(s) (no member), expected 1")
     return True
+
+
+def _holdable(subscriptions: Mapping[str, Subscription]) -> set[TopicPartition]:
+    """Partitions a cooperative round may give to nobody: those with a current owner.
+
+    As in the Java client, the claim of the highest generation wins and a stale
+    claim is no ownership. Claimed by several members at the same known generation,
+    a partition has no owner (nobody keeps it), so it must be assigned at once,
+    not held back. Claims without generations (-1) cannot be told apart: held
+    back is allowed there.
+    """
+    best: dict[TopicPartition, int] = {}
+    tied: set[TopicPartition] = set()
+    for sub in subscriptions.values():
+        gen = sub.generation
+        for tp in sub.owned_partitions:
+            top = best.get(tp)
+            if top is None or gen > top:
+                best[tp] = gen
+                tied.discard(tp)
+            elif gen == top and gen >= 0:
+                tied.add(tp)
+    return set(best) - tied

@@ -388,3 +388,35 @@ def test_validation_allows_cooperative_withheld_partition_only_when_revoked():
     fresh = {"a": Subscription("a", ("t",)), "b": Subscription("b", ("t",))}
     with pytest.raises(InvalidAssignmentError, match="t-1"):
         validate_assignment("cooperative-sticky", cluster, fresh, held_back, cooperative=True)
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["general", "indexed"])
+def test_cooperative_hold_back_needs_a_current_owner(indexed):
+    """A partition may go to nobody only from its current owner: the highest generation's claim
+    (a stale claim is no ownership); claimed by two members at one known generation, nobody
+    owns it and it must be assigned at once (Java's rule), so holding it back is rejected."""
+    from assignment._compact import IndexedPartitions
+    from assignment._index import PartitionSpace
+    from assignment.errors import InvalidAssignmentError
+    from assignment.model import ClusterMetadata, MemberAssignment, Subscription, TopicPartition
+    from assignment.validate import validate_assignment
+
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    cluster = ClusterMetadata({"t": 2})
+    space = PartitionSpace({"t": 2}, ["t"])
+
+    def given(**kw):
+        if indexed:
+            return {m: MemberAssignment(IndexedPartitions(space, [p.partition for p in v])) for m, v in kw.items()}
+        return {m: MemberAssignment(tuple(v)) for m, v in kw.items()}
+
+    def claims(gen_a, gen_b):
+        return {"a": Subscription("a", ("t",), None, (tp0, tp1), gen_a),
+                "b": Subscription("b", ("t",), None, (tp1,), gen_b)}
+
+    held = given(a=[tp0], b=[])
+    validate_assignment("c", cluster, claims(3, 2), held, cooperative=True)  # a owns t-1 and loses it
+    validate_assignment("c", cluster, claims(-1, -1), held, cooperative=True)  # no generations: cannot tell
+    with pytest.raises(InvalidAssignmentError, match="t-1 is assigned to 0 member"):
+        validate_assignment("c", cluster, claims(3, 3), held, cooperative=True)
+    validate_assignment("c", cluster, claims(3, 3), given(a=[tp0], b=[tp1]), cooperative=True)
