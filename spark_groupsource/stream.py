@@ -85,6 +85,7 @@ class _Driver:
         self.planned_any = False
         self.started_positions = False
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
+        self.waiting_on: str | None = None  # why the last plan() had no batch, if it will pass
         self.latest_seen: dict[TopicPartition, int] = {}
         self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
         # partition -> (end of the last batch completed while we owned it, generation then)
@@ -362,21 +363,55 @@ class _Driver:
             ) + f"; brokerOutageTimeoutMs={self.opts.broker_outage_timeout_ms} ran out"
         )
 
+    # -- Trigger.AvailableNow ------------------------------------------------------------------
+    def snapshot_available_now(self) -> None:
+        """The ends an AvailableNow run reads up to; a partition assigned later, or whose
+        leader is away now, gets its end when first planned."""
+        marks = self.reader.try_watermarks(self.membership.snapshot().owned)
+        self.caps = {tp: hi for tp, (_, hi) in marks.found.items()}
+        log.info("group %s: AvailableNow reads up to %s", self.opts.group_id,
+                 {str(tp): off for tp, off in sorted(self.caps.items())})
+
+    def plan_available_now(self, start_json: str | None, max_rows: int | None,
+                           sleep=time.sleep) -> str | None:
+        """Spark ends an AvailableNow run at the first plan without a batch, so a pause that
+        passes by itself (no assignment yet, a rebalance, a partition leader away) must not
+        read as "caught up": wait it out, bounded by groupJoinTimeoutMs (the join and outage
+        bounds inside plan() still raise first), then fail rather than end having read less."""
+        deadline = time.monotonic() + self.opts.group_join_timeout_ms / 1000.0
+        while True:
+            end = self.plan(start_json, max_rows)
+            if end != start_json or self.waiting_on is None:
+                return end
+            if time.monotonic() > deadline:
+                raise MembershipError(
+                    f"group {self.opts.group_id!r}: Trigger.AvailableNow could not plan its next batch "
+                    f"within groupJoinTimeoutMs={self.opts.group_join_timeout_ms}: {self.waiting_on}"
+                )
+            log.info("group %s: AvailableNow waits (%s)", self.opts.group_id, self.waiting_on)
+            sleep(0.2)
+
     # -- planning ------------------------------------------------------------------------------
     def plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None = None) -> str | None:
+        """The next batch's end offsets, or ``start_json`` when there is none now; then
+        ``waiting_on`` says why, when the reason will pass by itself (None: caught up)."""
         with self.lock:
+            self.waiting_on = None
             self.complete(start_json)
             # offsets whose commit met a rebalance go out as soon as the generation is stable
             self._forget_lost(self.membership.flush_pending())
             snap = self.membership.snapshot()
             self._check_joined()
             if not self.membership.may_plan(snap) or self._held(snap.generation):
+                self.waiting_on = "the group is rebalancing"
                 return start_json  # eager: plan nothing new while partitions are handed over
             owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
             for tp in [tp for tp in self.positions if tp not in owned]:
                 self.positions.pop(tp)
             self.outage.forget(owned)
             if not owned:
+                if not self.joined:
+                    self.waiting_on = "the group has not assigned partitions to this member yet"
                 return start_json
             # a partition whose leader (or the coordinator) is away sits this batch out
             marks = self.reader.try_watermarks(owned, retries=0)
@@ -403,11 +438,14 @@ class _Driver:
                 caps = {tp: self.caps[tp] for tp in positions}
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
+                if left_out:
+                    self.waiting_on = f"the offsets of {len(left_out)} partitions are unreadable"
                 return start_json
             if min_rows and caps is None and not self.gate.admit(
                     available_records(positions, latest), min_rows, time.monotonic() * 1000):
                 return start_json  # minOffsetsPerTrigger: wait for more records or maxTriggerDelay
             if not self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s):
+                self.waiting_on = "a revocation began"
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()
             self.planned[end] = {tp: owned[tp] for tp in ranges}
@@ -450,7 +488,11 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def latestOffset(self, start=None, limit=None) -> str:
         start_json = _as_json(start)
         limits = limits_for(limit, self.opts.min_offsets_per_trigger)
-        end = self._driver().plan(start_json, limits.max_rows, limits.min_rows)
+        d = self._driver()
+        if d.caps is not None:
+            end = d.plan_available_now(start_json, limits.max_rows)
+        else:
+            end = d.plan(start_json, limits.max_rows, limits.min_rows)
         return end if end is not None else (start_json or EMPTY.to_json())
 
     def reportLatestOffset(self):
@@ -463,11 +505,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return json.dumps(nested, separators=(",", ":"))
 
     def prepareForTriggerAvailableNow(self) -> None:
-        d = self._driver()
-        owned = d.membership.snapshot().owned
-        d.caps = d.reader.latest(owned)
-        log.info("group %s: AvailableNow reads up to %s", self.opts.group_id,
-                 {str(tp): off for tp, off in sorted(d.caps.items())})
+        self._driver().snapshot_available_now()
 
     def partitions(self, start, end) -> list[InputPartition]:
         """Pure in its arguments: a replay after restart reads exactly the same ranges."""

@@ -8,7 +8,12 @@ broker. The same decisions run against real brokers in tests/integration.
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from assignment.model import TopicPartition
+from spark_groupsource.errors import MembershipError
 from spark_groupsource.group_seam import OwnershipBook
 from spark_groupsource.memory_group import InMemoryMembership
 from spark_groupsource.offset_reader import Partial
@@ -209,3 +214,35 @@ def test_a_partition_back_after_a_generation_elsewhere_resumes_from_the_group():
     group.assign({T0})
     log.ends[T0] = 12
     assert _ranges(d.plan(batch, None)) == {T0: (6, 12)}
+
+
+def test_available_now_waits_out_a_rebalance_instead_of_ending_empty():
+    """Spark ends an AvailableNow run at the first plan without a batch: no assignment yet or a
+    rebalance under way must be waited out (bounded), never read as caught up."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.begin_rebalance()
+    d = _driver(group, log)
+    d.snapshot_available_now()
+    assert d.caps == {}  # nothing owned at the snapshot
+    naps: list[float] = []
+
+    def sleep(s: float) -> None:
+        naps.append(s)
+        if len(naps) == 3:
+            group.assign({T0, T1})
+
+    first = d.plan_available_now(None, None, sleep=sleep)
+    assert len(naps) == 3 and _ranges(first) == {T0: (0, 5), T1: (0, 3)}
+    log.ends[T0] = 9  # written after the run began: not read
+    assert d.plan_available_now(first, None, sleep=sleep) == first and d.waiting_on is None
+    assert group.offsets == {T0: 5, T1: 3} and len(naps) == 3
+
+
+def test_available_now_fails_when_the_pause_outlasts_the_bound():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log, groupJoinTimeoutMs="300")
+    d.snapshot_available_now()
+    group.begin_rebalance()  # and it never ends
+    with pytest.raises(MembershipError, match="AvailableNow could not plan.*groupJoinTimeoutMs=300.*rebalancing"):
+        d.plan_available_now(None, None, sleep=lambda s: time.sleep(0.05))
