@@ -37,6 +37,13 @@ class Snapshot:
     committable: frozenset[TopicPartition]
     rebalancing: bool
     revoking: frozenset[TopicPartition]
+    # the generation whose assignment ``owned`` comes from: behind ``generation`` once a new
+    # JoinGroup is answered and until its assignment arrives (-1: not known; use ``generation``)
+    assigned_generation: int = -1
+
+    @property
+    def owned_generation(self) -> int:
+        return self.assigned_generation if self.assigned_generation >= 0 else self.generation
 
 
 @dataclass(frozen=True)

@@ -293,6 +293,7 @@ class GroupMembership:
             committable=committable,
             rebalancing=bool(state and state.rebalancing) or bool(revoking),
             revoking=revoking,
+            assigned_generation=state.assigned_generation if state is not None else -1,
         )
 
     def wait_for_assignment(self, timeout_s: float) -> bool:

@@ -30,6 +30,8 @@ class InMemoryMembership:
         self._cooperative = cooperative
         self._book = OwnershipBook()
         self.generation = -1
+        self.assigned_generation = -1
+        self._joined_ahead = False  # a JoinGroup answered, its assignment not here yet
         self.rebalancing = False
         self.started = self.closed = False
         self.error: MembershipError | None = None
@@ -42,18 +44,32 @@ class InMemoryMembership:
     # ---- the test's side: the coordinator -------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Complete a rebalance: a new generation; newly owned partitions get new serials."""
-        self.generation += 1
+        if not self._joined_ahead:
+            self.generation += 1
+        self._joined_ahead = False
+        self.assigned_generation = self.generation
         self._book.acquire(partitions)
         self.rebalancing = False
 
     def begin_rebalance(self) -> None:
         self.rebalancing = True
 
+    def join_answered(self) -> None:
+        """The new generation's JoinGroup is answered; its assignment comes with ``assign``."""
+        self.generation += 1
+        self.rebalancing = self._joined_ahead = True
+
     def revoke(self, partitions: Iterable[TopicPartition]) -> None:
         """Start giving partitions up; they go once no running batch reads them."""
         self.rebalancing = True
         self._book.begin_revoke(partitions)
         self._finish_drained()
+
+    def give_up_revocation(self) -> None:
+        """The drain's bound ran out: revoked partitions go, kept offsets unsent (as the member
+        does when its commit keeps meeting the rebalance)."""
+        self._book.finish_revoke(self._book.revoking())
+        self.counters.rebalances += 1
 
     def lose(self, partitions: Iterable[TopicPartition]) -> None:
         self.counters.partitions_lost += len(self._book.lose(partitions))
@@ -96,7 +112,8 @@ class InMemoryMembership:
         owned, revoking = self._book.owned(), self._book.revoking()
         committable = frozenset(owned) if self.committable is None else frozenset(self.committable) & frozenset(owned)
         return Snapshot(self.generation, "member-1", "range" if not self._cooperative else "cooperative-sticky",
-                        owned, committable, self.rebalancing or bool(revoking), revoking)
+                        owned, committable, self.rebalancing or bool(revoking), revoking,
+                        self.assigned_generation)
 
     def wait_for_assignment(self, timeout_s: float) -> bool:
         self.raise_if_failed()

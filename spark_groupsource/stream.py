@@ -158,7 +158,7 @@ class _Driver:
         snap = self.membership.snapshot()
         for tp, (_, until) in start.ranges.items():
             if tp in serials and snap.owned.get(tp) == serials[tp]:
-                self.completed[tp] = (until, snap.generation)
+                self.completed[tp] = (until, snap.owned_generation)
             else:
                 self.completed.pop(tp, None)  # lost or re-acquired meanwhile: the group decides
         if self.opts.commit_offsets:
@@ -416,7 +416,7 @@ class _Driver:
             # a partition whose leader (or the coordinator) is away sits this batch out
             marks = self.reader.try_watermarks(owned, retries=0)
             positions, unresolved = self.resolve_positions({tp: owned[tp] for tp in marks.found}, marks.found,
-                                                           snap.generation)
+                                                           snap.owned_generation)
             left_out = {**marks.missing, **unresolved}
             self.outage.update(left_out, positions)
             self._check_outage()

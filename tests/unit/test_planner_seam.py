@@ -246,3 +246,24 @@ def test_available_now_fails_when_the_pause_outlasts_the_bound():
     group.begin_rebalance()  # and it never ends
     with pytest.raises(MembershipError, match="AvailableNow could not plan.*groupJoinTimeoutMs=300.*rebalancing"):
         d.plan_available_now(None, None, sleep=lambda s: time.sleep(0.05))
+
+
+def test_kept_position_counts_generations_of_assignments_not_of_join_answers():
+    """A batch that completes after the next generation's JoinGroup was answered (its commit
+    refused: the group is rebalancing) was still read under the previous generation's
+    assignment. Given the partition back in that next generation, the member continues from the
+    batch's end (chaos redundant_restart: a first batch of 1,405 records read twice when the
+    completion was filed under the new generation)."""
+    group, log = InMemoryMembership(), _Log({T0: 10})
+    group.assign({T0})
+    d = _driver(group, log)
+    batch = d.plan(None, None)
+    group.join_answered()  # generation 1 answered, the assignment of generation 0 still held
+    group.refuse_next_commits(1)
+    group.revoke({T0})
+    assert d.plan(batch, None) == batch  # completes (commit refused); nothing new while rebalancing
+    assert group.pending() == {T0: 10}
+    group.give_up_revocation()  # the kept commit never landed: the group has no offset for T0
+    group.assign({T0})  # generation 1's assignment, T0 under a new serial
+    log.ends[T0] = 12
+    assert _ranges(d.plan(batch, None)) == {T0: (10, 12)}
