@@ -1,17 +1,22 @@
 """Shared fixtures: a Spark session and Kafka-protocol brokers.
 
 Brokers
-  ``broker``        session-scoped, parametrized over the embedded backends (ids ``mock``, ``tansu``).
+  ``broker``        session-scoped, parametrized over the default backends (ids ``kafka``: Apache
+                    Kafka 4.0.1, the broker whose behaviour counts; ``mock``: librdkafka's mock).
+  ``kafka_broker``  the same Apache Kafka instance (node faults via ``kafka_broker.kafka``).
   ``mock_broker``   the same mock instance (fault injection via ``mock_broker.mock``).
-  ``tansu_broker``  the same tansu instance.
+  ``tansu_broker``  a Tansu broker, for the few tests of what Tansu adds (not in the default matrix).
   Every broker object has ``.backend``, ``.bootstrap``, ``.create_topic(name, partitions)``,
   ``.recommended_session_timeout_ms`` and ``.mock`` (None except for the mock).
+  Where the Kafka jars are missing (a clone without ``../shared/kafka`` and no
+  ``GROUPKAFKA_KAFKA_HOME``), tests on ``kafka`` skip saying so.
 
 Environment
   ``GROUPKAFKA_TEST_BOOTSTRAP=host:port,...``  run broker tests against that external cluster only:
       ``broker`` yields one object with ``.backend == "external"``; ``mock_broker`` and
       ``tansu_broker`` skip.
-  ``GROUPKAFKA_TEST_BACKENDS=mock`` (comma list)  restrict the embedded backends.
+  ``GROUPKAFKA_TEST_BACKENDS=kafka,tansu`` (comma list)  the embedded backends of ``broker``
+      (default ``kafka,mock``; adding ``tansu`` runs the whole matrix on it too).
 
 Tests that use a broker or Spark fixture get the ``integration`` marker automatically.
 """
@@ -35,7 +40,11 @@ EXTERNAL_ENV = "GROUPKAFKA_TEST_BOOTSTRAP"
 BACKENDS_ENV = "GROUPKAFKA_TEST_BACKENDS"
 
 #: Using any of these (directly or through another fixture) makes a test an integration test.
-INTEGRATION_FIXTURES = frozenset({"spark", "broker", "mock_broker", "tansu_broker", "new_topic"})
+INTEGRATION_FIXTURES = frozenset(
+    {"spark", "broker", "kafka_broker", "mock_broker", "tansu_broker", "new_topic"}
+)
+#: The matrix of ``broker`` unless GROUPKAFKA_TEST_BACKENDS says otherwise.
+DEFAULT_BACKENDS = ("kafka", "mock")
 
 
 def _external_bootstrap() -> str | None:
@@ -46,7 +55,7 @@ def _external_bootstrap() -> str | None:
 def _embedded_backends() -> list[str]:
     raw = os.environ.get(BACKENDS_ENV, "").strip()
     if not raw:
-        return list(BACKENDS)
+        return list(DEFAULT_BACKENDS)
     chosen = [b.strip() for b in raw.split(",") if b.strip()]
     unknown = [b for b in chosen if b not in BACKENDS]
     if unknown:
@@ -115,6 +124,17 @@ def spark() -> Iterator[Any]:
 # ----------------------------------------------------------------------------------------------
 # Brokers
 # ----------------------------------------------------------------------------------------------
+def _kafka_missing() -> str | None:
+    """Why the kafka backend cannot run here, or None."""
+    from spark_groupsource.devbroker import _kafka
+
+    try:
+        _kafka.check()
+    except DevBrokerError as exc:
+        return str(exc)
+    return None
+
+
 class _BrokerPool:
     """One broker per backend for the whole session, started on first use."""
 
@@ -125,6 +145,10 @@ class _BrokerPool:
     def get(self, backend: str) -> Any:
         if backend in self._failed:
             pytest.fail(self._failed[backend], pytrace=False)
+        if backend == "kafka" and backend not in self._brokers:
+            missing = _kafka_missing()
+            if missing:
+                pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
         b = self._brokers.get(backend)
         if b is None:
             if backend == "external":
@@ -191,6 +215,14 @@ def _single(backend: str, pool: _BrokerPool) -> Any:
 
 
 @pytest.fixture(scope="session")
+def kafka_broker(_broker_pool: _BrokerPool) -> Any:
+    """The embedded Apache Kafka broker (one KRaft node; ``.kafka`` stops, kills, freezes nodes)."""
+    if _external_bootstrap():
+        pytest.skip(f"needs the embedded kafka broker; {EXTERNAL_ENV} points tests elsewhere")
+    return _broker_pool.get("kafka")
+
+
+@pytest.fixture(scope="session")
 def mock_broker(_broker_pool: _BrokerPool) -> Any:
     """The embedded librdkafka mock broker (``.mock`` injects faults)."""
     return _single("mock", _broker_pool)
@@ -198,8 +230,10 @@ def mock_broker(_broker_pool: _BrokerPool) -> Any:
 
 @pytest.fixture(scope="session")
 def tansu_broker(_broker_pool: _BrokerPool) -> Any:
-    """The embedded Tansu broker."""
-    return _single("tansu", _broker_pool)
+    """The embedded Tansu broker (started for the tests that ask for it, whatever the matrix)."""
+    if _external_bootstrap():
+        pytest.skip(f"needs the embedded tansu broker; {EXTERNAL_ENV} points tests elsewhere")
+    return _broker_pool.get("tansu")
 
 
 # ----------------------------------------------------------------------------------------------

