@@ -53,6 +53,9 @@ except ImportError:  # pragma: no cover - pyproject requires >= 4.2.1
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 EMPTY = StreamOffset({})
+#: How long one trigger of a running stream waits for a pause that passes by itself (a join, a
+#: rebalance, offsets briefly unreadable) before it reports no batch.
+PAUSE_WAIT_S = 30.0
 
 
 @dataclass
@@ -378,17 +381,38 @@ class _Driver:
         passes by itself (no assignment yet, a rebalance, a partition leader away) must not
         read as "caught up": wait it out, bounded by groupJoinTimeoutMs (the join and outage
         bounds inside plan() still raise first), then fail rather than end having read less."""
-        deadline = time.monotonic() + self.opts.group_join_timeout_ms / 1000.0
+        return self.plan_through_pauses(start_json, max_rows, None,
+                                        bound_s=self.opts.group_join_timeout_ms / 1000.0,
+                                        fail=True, sleep=sleep)
+
+    def plan_stream(self, start_json: str | None, max_rows: int | None, min_rows: int | None,
+                    sleep=time.sleep) -> str | None:
+        """A trigger of a running stream. ``processAllAvailable()`` returns at the first trigger
+        without a batch, so a pause that passes by itself must not look caught up there either:
+        the trigger waits it out, up to PAUSE_WAIT_S (a long rebalance then shows as empty
+        triggers; the join and outage bounds inside plan() still raise)."""
+        return self.plan_through_pauses(start_json, max_rows, min_rows,
+                                        bound_s=min(PAUSE_WAIT_S, self.opts.group_join_timeout_ms / 1000.0),
+                                        fail=False, sleep=sleep)
+
+    def plan_through_pauses(self, start_json: str | None, max_rows: int | None, min_rows: int | None,
+                            *, bound_s: float, fail: bool, sleep=time.sleep) -> str | None:
+        deadline = time.monotonic() + bound_s
+        logged = None
         while True:
-            end = self.plan(start_json, max_rows)
-            if end != start_json or self.waiting_on is None:
+            end = self.plan(start_json, max_rows, min_rows)
+            if end != start_json or self.waiting_on is None or self.closed:
                 return end
             if time.monotonic() > deadline:
+                if not fail:
+                    return end
                 raise MembershipError(
                     f"group {self.opts.group_id!r}: Trigger.AvailableNow could not plan its next batch "
                     f"within groupJoinTimeoutMs={self.opts.group_join_timeout_ms}: {self.waiting_on}"
                 )
-            log.info("group %s: AvailableNow waits (%s)", self.opts.group_id, self.waiting_on)
+            if self.waiting_on != logged:
+                log.info("group %s: the next micro-batch waits (%s)", self.opts.group_id, self.waiting_on)
+                logged = self.waiting_on
             sleep(0.2)
 
     # -- planning ------------------------------------------------------------------------------
@@ -492,7 +516,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if d.caps is not None:
             end = d.plan_available_now(start_json, limits.max_rows)
         else:
-            end = d.plan(start_json, limits.max_rows, limits.min_rows)
+            end = d.plan_stream(start_json, limits.max_rows, limits.min_rows)
         return end if end is not None else (start_json or EMPTY.to_json())
 
     def reportLatestOffset(self):

@@ -248,6 +248,41 @@ def test_available_now_fails_when_the_pause_outlasts_the_bound():
         d.plan_available_now(None, None, sleep=lambda s: time.sleep(0.05))
 
 
+def test_stream_trigger_waits_out_a_rebalance_so_process_all_available_holds():
+    """processAllAvailable() returns at the first trigger without a batch (CI read zero rows
+    under load): a trigger of a running stream waits out a rebalance, no assignment yet, or
+    offsets briefly unreadable, and plans the batch once the pause passed."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.begin_rebalance()
+    d = _driver(group, log)
+    naps: list[float] = []
+
+    def sleep(s: float) -> None:
+        naps.append(s)
+        if len(naps) == 2:
+            group.assign({T0, T1})
+
+    first = d.plan_stream(None, None, None, sleep=sleep)
+    assert len(naps) == 2 and _ranges(first) == {T0: (0, 5), T1: (0, 3)}
+    # caught up: no pause, no wait, no batch
+    assert d.plan_stream(first, None, None, sleep=sleep) == first and d.waiting_on is None
+    assert len(naps) == 2
+
+
+def test_stream_trigger_reports_no_batch_when_the_pause_outlasts_its_bound(monkeypatch):
+    """A long rebalance shows as empty triggers (a running stream does not fail on it)."""
+    import spark_groupsource.stream as stream_mod
+
+    monkeypatch.setattr(stream_mod, "PAUSE_WAIT_S", 0.3)
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log)
+    group.begin_rebalance()  # and it never ends
+    t0 = time.monotonic()
+    assert d.plan_stream(None, None, None, sleep=lambda s: time.sleep(0.05)) is None
+    assert d.waiting_on == "the group is rebalancing" and 0.3 <= time.monotonic() - t0 < 5
+
+
 def test_kept_position_counts_generations_of_assignments_not_of_join_answers():
     """A batch that completes after the next generation's JoinGroup was answered (its commit
     refused: the group is rebalancing) was still read under the previous generation's
