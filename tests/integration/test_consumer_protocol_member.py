@@ -1,10 +1,14 @@
-"""The KIP-848 member (``kafka.group.protocol=consumer``) against librdkafka's mock cluster.
+"""The KIP-848 member (``kafka.group.protocol=consumer``) on Apache Kafka 4.0.1 and librdkafka's mock.
 
-Our member and librdkafka consumers with ``group.protocol=consumer`` in one group: disjoint
-shares, no Fetch from the member, the revoke barrier (a revoked partition moves only after its
-in-flight batch committed; the others keep flowing), a commit refused after the member was
-fenced, static restart, and coordinator errors on commit. Tansu does not serve
-ConsumerGroupHeartbeat, so these run on the mock only.
+Our member, librdkafka consumers (``group.protocol=consumer``) and the Java consumer in one
+group: disjoint shares, the revoke barrier (a revoked partition moves only after its in-flight
+batch committed; the others keep flowing), static restart, regex subscription, the broker's
+``uniform`` and ``range`` assignors, a Spark query beside a Java and a librdkafka consumer.
+Tests without fault injection run on every default backend (fixture ``k848``: Kafka and the
+mock; Kafka is the broker whose behaviour counts). Those that push errors into the mock (a
+commit refused after a fence, coordinator errors on commit, a fencing heartbeat) or count its
+requests stay on the mock (fixture ``kip848``); those about what only Kafka does (its
+assignors, the Java client) run on Kafka only. Tansu does not serve ConsumerGroupHeartbeat.
 """
 
 from __future__ import annotations
@@ -25,12 +29,27 @@ FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
 HEARTBEAT_MS, SESSION_MS = 300, 6000
 
 
+def _fast_heartbeats(b: Any) -> Any:
+    """On the mock: fast KIP-848 heartbeats (its defaults: 3 s heartbeat, 30 s session). Kafka's
+    dev broker is left as it is (500 ms heartbeat, 10 s session: DEV_BROKER_CONFIG)."""
+    if b.mock is not None:
+        b.mock.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
+        b.mock.set_group_consumer_session_timeout_ms(SESSION_MS)
+    return b
+
+
 @pytest.fixture
 def kip848(mock_broker: Any) -> Any:
-    """The mock with fast KIP-848 heartbeats (its defaults: 3 s heartbeat, 30 s session)."""
-    mock_broker.mock.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_MS)
-    mock_broker.mock.set_group_consumer_session_timeout_ms(SESSION_MS)
-    return mock_broker
+    """The mock, for the tests that inject its faults (pushed errors, request tracking)."""
+    return _fast_heartbeats(mock_broker)
+
+
+@pytest.fixture
+def k848(broker: Any) -> Any:
+    """Every default backend (Apache Kafka and the mock), for the tests that need no fault."""
+    if broker.backend == "external":
+        pytest.skip("needs an embedded broker whose KIP-848 heartbeat settings are known")
+    return _fast_heartbeats(broker)
 
 
 def member(broker: Any, group: str, topic: str, **cfg: Any) -> ConsumerProtocolMembership:
@@ -81,25 +100,26 @@ def parts(tps: Any) -> set[int]:
     return {tp.partition for tp in tps}
 
 
-def test_shares_partitions_disjointly_and_never_fetches(kip848, unique_name):
+def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
     topic, group = unique_name("topic"), unique_name("group")
-    kip848.create_topic(topic, 4)
-    produce_keyed(kip848.bootstrap, topic, 200, partitions=4)
-    m = member(kip848, group, topic)
+    k848.create_topic(topic, 4)
+    produce_keyed(k848.bootstrap, topic, 200, partitions=4)
+    m = member(k848, group, topic)
     m.start()
     peer = None
     try:
         assert m.wait_for_assignment(20)
         wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
-        kip848.mock.start_request_tracking()
-        time.sleep(2)  # several heartbeats of a member holding 4 partitions with 200 records
-        kip848.mock.stop_request_tracking()
-        seen = Counter(api for _, api in kip848.mock.requests())
-        kip848.mock.clear_requests()
-        assert seen[CONSUMER_GROUP_HEARTBEAT] >= 2, seen
-        assert seen[FETCH] == 0, f"the membership-only member fetched: {seen}"
+        if k848.mock is not None:  # only the mock tracks requests
+            k848.mock.start_request_tracking()
+            time.sleep(2)  # several heartbeats of a member holding 4 partitions with 200 records
+            k848.mock.stop_request_tracking()
+            seen = Counter(api for _, api in k848.mock.requests())
+            k848.mock.clear_requests()
+            assert seen[CONSUMER_GROUP_HEARTBEAT] >= 2, seen
+            assert seen[FETCH] == 0, f"the membership-only member fetched: {seen}"
 
-        peer = Peer(kip848, group, topic)
+        peer = Peer(k848, group, topic)
         wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
                    and not m.snapshot().revoking, 30, message="a disjoint split of 4 partitions")
         ours = parts(m.snapshot().owned)
@@ -115,20 +135,20 @@ def test_shares_partitions_disjointly_and_never_fetches(kip848, unique_name):
         m.close()
 
 
-def test_handover_waits_for_the_inflight_batch_and_loses_nothing(kip848, unique_name):
+def test_handover_waits_for_the_inflight_batch_and_loses_nothing(k848, unique_name):
     """A revoked partition moves only after the batch reading it completed and committed; the
     peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
     topic, group = unique_name("topic"), unique_name("group")
-    kip848.create_topic(topic, 4)
-    produce_keyed(kip848.bootstrap, topic, 400, partitions=4)  # 100 per partition
-    m = member(kip848, group, topic)
+    k848.create_topic(topic, 4)
+    produce_keyed(k848.bootstrap, topic, 400, partitions=4)  # 100 per partition
+    m = member(k848, group, topic)
     m.start()
     peer = None
     try:
         wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
         owned = m.snapshot().owned
         assert m.batch_planned(owned)  # a batch reading [0, 60) of every partition is in flight
-        peer = Peer(kip848, group, topic)
+        peer = Peer(k848, group, topic)
         revoking = wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
         kept = set(owned) - set(revoking)
         time.sleep(2)  # the barrier holds: the peer gets nothing while our batch runs
@@ -153,21 +173,21 @@ def test_handover_waits_for_the_inflight_batch_and_loses_nothing(kip848, unique_
         m.close()
 
 
-def test_a_batch_that_never_completes_holds_the_handover_only_for_the_drain_bound(kip848, unique_name):
+def test_a_batch_that_never_completes_holds_the_handover_only_for_the_drain_bound(k848, unique_name):
     """The barrier is bounded: a batch that never completes holds the revoked partitions for the
     drain timeout, then they move uncommitted (the next owner re-reads: at-least-once), counted."""
     topic, group = unique_name("topic"), unique_name("group")
-    kip848.create_topic(topic, 2)
-    produce_keyed(kip848.bootstrap, topic, 20, partitions=2)
+    k848.create_topic(topic, 2)
+    produce_keyed(k848.bootstrap, topic, 20, partitions=2)
     m = ConsumerProtocolMembership(ConsumerProtocolConfig(
-        group_id=group, topics=(topic,), client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3},
+        group_id=group, topics=(topic,), client_config={"bootstrap.servers": k848.bootstrap, "log_level": 3},
         rebalance_timeout_ms=20_000), drain_timeout_s=3)
     m.start()
     peer = None
     try:
         wait_until(lambda: len(m.snapshot().owned) == 2, 20, message="member owns both partitions")
         assert m.batch_planned(m.snapshot().owned)  # and never completes
-        peer = Peer(kip848, group, topic)
+        peer = Peer(k848, group, topic)
         wait_until(lambda: m.snapshot().revoking, 20, message="a revocation to start")
         started = time.monotonic()
         wait_until(lambda: peer.assigned, 20, message="the peer to get a partition")
@@ -253,23 +273,23 @@ def test_commit_refused_as_fenced_while_the_membership_stands_takes_the_partitio
         m.close()
 
 
-def test_static_member_restart_keeps_its_partitions(kip848, unique_name):
+def test_static_member_restart_keeps_its_partitions(k848, unique_name):
     """A static member that closes and comes back within the session keeps its partitions; the
     other member sees no rebalance."""
     topic, group = unique_name("topic"), unique_name("group")
-    kip848.create_topic(topic, 4)
-    m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+    k848.create_topic(topic, 4)
+    m = member(k848, group, topic, group_instance_id="spark-driver-1")
     m.start()
     peer = None
     try:
         wait_until(lambda: len(m.snapshot().owned) == 4, 20, message="member owns all 4 partitions")
-        peer = Peer(kip848, group, topic)
+        peer = Peer(k848, group, topic)
         wait_until(lambda: peer.assigned and len(m.snapshot().owned) + len(peer.assigned) == 4
                    and not m.snapshot().revoking, 30, message="a disjoint split")
         ours, events = set(m.snapshot().owned), list(peer.events)
         m.close()
         time.sleep(1.0)  # a restart inside the 6 s session
-        m = member(kip848, group, topic, group_instance_id="spark-driver-1")
+        m = member(k848, group, topic, group_instance_id="spark-driver-1")
         m.start()
         wait_until(lambda: set(m.snapshot().owned) == ours, 20, message="the same partitions back")
         time.sleep(2 * HEARTBEAT_MS / 1000 + 0.5)
@@ -313,15 +333,15 @@ def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, uniq
         m.close()
 
 
-def test_topic_pattern_subscription(kip848, unique_name):
+def test_topic_pattern_subscription(k848, unique_name):
     prefix = unique_name("pat").replace(".", "-")
     a, b = f"{prefix}-a", f"{prefix}-b"
-    kip848.create_topic(a, 2)
-    kip848.create_topic(b, 2)
-    kip848.create_topic(f"x{prefix}-c", 2)  # not a whole-name match
+    k848.create_topic(a, 2)
+    k848.create_topic(b, 2)
+    k848.create_topic(f"x{prefix}-c", 2)  # not a whole-name match
     m = ConsumerProtocolMembership(ConsumerProtocolConfig(
         group_id=unique_name("group"), pattern=f"{prefix}-.*",
-        client_config={"bootstrap.servers": kip848.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
+        client_config={"bootstrap.servers": k848.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
     m.start()
     try:
         wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="both matching topics")
@@ -331,7 +351,7 @@ def test_topic_pattern_subscription(kip848, unique_name):
         m.close()
 
 
-def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, unique_name, tmp_path):
+def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, k848, unique_name, tmp_path):
     """readStream with kafka.group.protocol=consumer: the query reads everything alone, then a
     librdkafka consumer joins; the broker moves partitions to it only after the query's batch
     committed, it continues exactly at the query's commits, and each new record is read by the
@@ -347,11 +367,11 @@ def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, un
     )
 
     topic, group, name = unique_name("topic"), unique_name("group"), None
-    kip848.create_topic(topic, 4)
-    produced = produce(kip848.bootstrap, topic, 40, 4)
-    name = table_name(unique_name, "kip848")
+    k848.create_topic(topic, 4)
+    produced = produce(k848.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "k848")
     df = (spark.readStream.format("groupkafka")
-          .option("kafka.bootstrap.servers", kip848.bootstrap).option("kafka.group.id", group)
+          .option("kafka.bootstrap.servers", k848.bootstrap).option("kafka.group.id", group)
           .option("subscribe", topic).option("kafka.group.protocol", "consumer")
           .option("kafka.group.remote.assignor", "range").option("kafka.auto.offset.reset", "earliest")
           .option("kafka.max.poll.interval.ms", "60000").load())
@@ -363,13 +383,13 @@ def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, un
         wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 40, 120, interval=0.5,
                    message="the query to read the first 40 records")
         assert {(r[1], r[2]) for r in rows(spark, name)} == {(r.partition, r.offset) for r in produced}
-        wait_until(lambda: committed_offsets(kip848.bootstrap, group, topic, 4) == ends(produced), 30,
+        wait_until(lambda: committed_offsets(k848.bootstrap, group, topic, 4) == ends(produced), 30,
                    message="the query to commit the first batch")
-        peer = Peer(kip848, group, topic)
+        peer = Peer(k848, group, topic)
         wait_until(lambda: len(peer.assigned) == 2, 60, interval=0.5, message="the peer to get two partitions")
         theirs = set(peer.assigned)
         before = len(rows(spark, name))
-        more = produce(kip848.bootstrap, topic, 40, 4, start=40)
+        more = produce(k848.bootstrap, topic, 40, 4, start=40)
         produced += more
 
         def all_read() -> bool:
@@ -388,7 +408,7 @@ def test_spark_query_shares_a_topic_with_a_librdkafka_consumer(spark, kip848, un
         assert first == {p: 10 for p in theirs}, "the peer must continue at the query's commits"
         mine = sorted(set(range(4)) - theirs)
         want = {p: o for p, o in ends(produced).items() if p in mine}
-        wait_until(lambda: process_all(query) or committed_offsets(kip848.bootstrap, group, topic, mine) == want,
+        wait_until(lambda: process_all(query) or committed_offsets(k848.bootstrap, group, topic, mine) == want,
                    30, interval=0.5, message="the query to commit its partitions' ends")
     finally:
         stop(query)
@@ -440,18 +460,18 @@ def test_spark_query_rides_through_its_member_being_fenced(spark, kip848, unique
         stop(query)
 
 
-def test_coordinated_backfill_in_consumer_mode(kip848, unique_name):
+def test_coordinated_backfill_in_consumer_mode(k848, unique_name):
     """A group-coordinated backfill joins as a KIP-848 member, plans only what the broker
     assigned to it (the rest stays with the librdkafka consumer) and commits those ends."""
     from spark_groupsource.backfill import BackfillPlan
 
     topic, group = unique_name("topic"), unique_name("group")
-    kip848.create_topic(topic, 4)
-    produce_keyed(kip848.bootstrap, topic, 40, partitions=4)
-    peer = Peer(kip848, group, topic)
+    k848.create_topic(topic, 4)
+    produce_keyed(k848.bootstrap, topic, 40, partitions=4)
+    peer = Peer(k848, group, topic)
     try:
         wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to own everything")
-        options = {"kafka.bootstrap.servers": kip848.bootstrap, "kafka.group.id": group, "subscribe": topic,
+        options = {"kafka.bootstrap.servers": k848.bootstrap, "kafka.group.id": group, "subscribe": topic,
                    "kafka.group.protocol": "consumer", "groupCoordinated": "true", "commitOffsets": "true"}
         with BackfillPlan.resolve(options, settle_s=2 * HEARTBEAT_MS / 1000 + 1, assignment_timeout_s=60) as plan:
             planned = {r.partition for r in plan.ranges if r.size > 0}
@@ -459,7 +479,7 @@ def test_coordinated_backfill_in_consumer_mode(kip848, unique_name):
             assert all((r.start, r.until) == (0, 10) for r in plan.ranges if r.size > 0)
             result = plan.commit()
         assert {tp.partition: off for tp, off in result.committed.items()} == {p: 10 for p in planned}
-        assert committed_offsets(kip848.bootstrap, group, topic, sorted(planned)) == {p: 10 for p in planned}
+        assert committed_offsets(k848.bootstrap, group, topic, sorted(planned)) == {p: 10 for p in planned}
         wait_until(lambda: peer.assigned == {0, 1, 2, 3}, 20, message="the consumer to get everything back")
     finally:
         peer.close()
