@@ -13,6 +13,11 @@ assignors, the Java client) run on Kafka only. Tansu does not serve ConsumerGrou
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -20,10 +25,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
 from helpers import committed_offsets, produce_keyed, wait_until
 from spark_groupsource.consumer_member import ConsumerProtocolConfig, ConsumerProtocolMembership
+from spark_groupsource.devbroker import _kafka
 
 FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
 HEARTBEAT_MS, SESSION_MS = 300, 6000
@@ -64,36 +71,110 @@ class Peer:
     """A librdkafka consumer in the same group (``group.protocol=consumer``) that reads and
     records every record, with its assignment history; polled from its own thread."""
 
-    def __init__(self, broker: Any, group: str, topic: str):
+    def __init__(self, broker: Any, group: str, topic: str | list[str], *, commit: bool = False,
+                 remote_assignor: str | None = None):
         self.records: list[tuple[int, int]] = []
+        self.topic_records: list[tuple[str, int, int]] = []
         self.assigned: set[int] = set()
+        self.owned: set[tuple[str, int]] = set()
         self.events: list[tuple[str, tuple[int, ...]]] = []
-        self._c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
-                            "group.protocol": "consumer", "enable.auto.commit": False,
-                            "auto.offset.reset": "earliest", "log_level": 3})
-        self._c.subscribe([topic], on_assign=self._assign, on_revoke=self._revoke)
+        self._commit = commit  # commit each record synchronously after reading it
+        conf = {"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
+                "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 3}
+        if remote_assignor:
+            conf["group.remote.assignor"] = remote_assignor
+        self._c = Consumer(conf)
+        self._c.subscribe([topic] if isinstance(topic, str) else list(topic), on_assign=self._assign,
+                          on_revoke=self._revoke)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _assign(self, c: Any, parts: list[Any]) -> None:
         self.assigned |= {p.partition for p in parts}
+        self.owned |= {(p.topic, p.partition) for p in parts}
         self.events.append(("assign", tuple(sorted(p.partition for p in parts))))
 
     def _revoke(self, c: Any, parts: list[Any]) -> None:
         self.assigned -= {p.partition for p in parts}
+        self.owned -= {(p.topic, p.partition) for p in parts}
         self.events.append(("revoke", tuple(sorted(p.partition for p in parts))))
 
     def _run(self) -> None:
         while not self._stop.is_set():
             m = self._c.poll(0.2)
             if m is not None and m.error() is None:
+                if self._commit:
+                    self._c.commit(offsets=[CkTP(m.topic(), m.partition(), m.offset() + 1)], asynchronous=False)
                 self.records.append((m.partition(), m.offset()))
+                self.topic_records.append((m.topic(), m.partition(), m.offset()))
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(10)
         self._c.close()
+
+
+#: The Java reference consumer CLI (kafka-clients 4.0.1; see ../shared/kafka/README.md).
+JAVA_CONSUMER = os.path.join(_kafka.SHARED_KAFKA, "java-consumer.sh")
+
+
+class JavaConsumer:
+    """``java-consumer.sh`` in the group (``--group-protocol consumer``), in its own process
+    group, killed at the latest by :meth:`close`; its JSON events are read from a thread."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str):
+        if not os.path.exists(JAVA_CONSUMER):
+            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER}")
+        self.events: list[dict[str, Any]] = []
+        self.assigned: set[tuple[str, int]] = set()
+        self.records: list[tuple[str, int, int]] = []
+        self._log = open(log_path, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [JAVA_CONSUMER, "--bootstrap", bootstrap, "--group", group, "--topics", ",".join(topics),
+             "--group-protocol", "consumer", "--print-records", "--duration-s", "0", "--poll-ms", "200", *args],
+            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @staticmethod
+    def _tp(name: str) -> tuple[str, int]:
+        topic, _, p = name.rpartition("-")
+        return topic, int(p)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            self.events.append(e)
+            kind = e.get("event")
+            if kind == "record":
+                self.records.append((e["topic"], e["partition"], e["offset"]))
+            elif kind == "assigned":
+                self.assigned = {self._tp(n) for n in e["assignment"]}
+            elif kind in ("revoked", "lost"):
+                self.assigned -= {self._tp(n) for n in e["partitions"]}
+
+    def closed_cleanly(self) -> bool:
+        return any(e.get("event") == "closed" for e in self.events)
+
+    def close(self, timeout: float = 30) -> int | None:
+        """SIGTERM (a clean leave with a final commit), SIGKILL of the group after ``timeout``."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._reader.join(10)
+        self._log.close()
+        return self.proc.returncode
 
 
 def parts(tps: Any) -> set[int]:
@@ -500,3 +581,154 @@ def test_broker_without_the_consumer_protocol_fails_at_once_saying_so(tansu_brok
         assert "ConsumerGroupHeartbeat" in str(info.value) and "kafka.group.protocol=classic" in str(info.value)
     finally:
         m.close()
+
+
+# ---- what only Kafka does: its assignors, regex subscriptions, the Java client ---------------
+def _assignment(m: ConsumerProtocolMembership) -> set[tuple[str, int]]:
+    return {(tp.topic, tp.partition) for tp in m.snapshot().owned}
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_broker_assignor_gives_its_assignment(kafka_broker, unique_name, assignor):
+    """``remote_assignor`` (``kafka.group.remote.assignor``) reaches Kafka's coordinator, whose
+    assignors differ on two topics of 3 partitions and 2 members: ``range`` assigns each topic
+    in ranges and co-partitions (a member gets the same partition numbers of both topics: 4 and
+    2 partitions), ``uniform`` balances the total (3 and 3). The mock ignored the setting."""
+    a, b = unique_name("ta"), unique_name("tb")
+    kafka_broker.create_topic(a, 3)
+    kafka_broker.create_topic(b, 3)
+    group = unique_name("group")
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=group, topics=(a, b), remote_assignor=assignor,
+        client_config={"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
+    m.start()
+    peer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 6, 30, message="member owns all 6 partitions")
+        peer = Peer(kafka_broker, group, [a, b], remote_assignor=assignor)
+        every = {(t, p) for t in (a, b) for p in range(3)}
+        wait_until(lambda: peer.owned and not m.snapshot().revoking and _assignment(m) | peer.owned == every
+                   and not _assignment(m) & peer.owned, 30, message="a disjoint split of the 6 partitions")
+        time.sleep(1.5)  # three heartbeats: the split is the final one
+        ours, theirs = _assignment(m), set(peer.owned)
+        assert ours | theirs == every and not ours & theirs, (ours, theirs)
+        if assignor == "range":
+            for share in (ours, theirs):
+                per_topic = [sorted(p for t, p in share if t == topic) for topic in (a, b)]
+                assert per_topic[0] == per_topic[1], f"range co-partitions: {share}"
+                assert per_topic[0] == list(range(per_topic[0][0], per_topic[0][0] + len(per_topic[0]))), share
+            assert sorted((len(ours), len(theirs))) == [2, 4], (ours, theirs)
+        else:
+            assert (len(ours), len(theirs)) == (3, 3), (ours, theirs)
+    finally:
+        if peer is not None:
+            peer.close()
+        m.close()
+
+
+def test_topic_pattern_picks_up_a_topic_created_later(kafka_broker, unique_name):
+    """Kafka evaluates the subscription regex itself (SubscribedTopicRegex): a matching topic
+    created while the member is in the group is assigned to it; a non-matching one is not."""
+    prefix = unique_name("late").replace(".", "-")
+    kafka_broker.create_topic(f"{prefix}-a", 2)
+    m = ConsumerProtocolMembership(ConsumerProtocolConfig(
+        group_id=unique_name("group"), pattern=f"{prefix}-.*",
+        client_config={"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3}, rebalance_timeout_ms=20_000))
+    m.start()
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 30, message="the first matching topic")
+        kafka_broker.create_topic(f"{prefix}-b", 3)
+        kafka_broker.create_topic(f"{prefix}_c", 1)  # does not match
+        got = wait_until(lambda: len(m.snapshot().owned) >= 5 and _assignment(m), 60, interval=0.2,
+                         message="the topic created later to be assigned")
+        assert {t for t, _ in got} == {f"{prefix}-a", f"{prefix}-b"}, got
+    finally:
+        m.close()
+
+
+def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker, unique_name, tmp_path):
+    """One KIP-848 group on Kafka: a ``kafka.group.protocol=consumer`` query reads alone, then a
+    Java consumer and a librdkafka consumer join while records keep arriving; the broker's
+    (uniform) assignor splits 6 partitions 2/2/2. Every record is read exactly once by one
+    member (the query hands partitions over after its batch committed, the others commit what
+    they read), the shares are disjoint, and the group's commits reach the log end."""
+    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+
+    b = kafka_broker
+    topic, group = unique_name("topic"), unique_name("group")
+    b.create_topic(topic, 6)
+    produced = produce(b.bootstrap, topic, 60, 6)
+    name = table_name(unique_name, "three")
+    df = (spark.readStream.format("groupkafka")
+          .option("kafka.bootstrap.servers", b.bootstrap).option("kafka.group.id", group)
+          .option("subscribe", topic).option("kafka.group.protocol", "consumer")
+          .option("kafka.auto.offset.reset", "earliest").option("kafka.max.poll.interval.ms", "60000").load())
+    query = (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())
+    java = peer = None
+    stop_producing = threading.Event()
+    try:
+        wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 60, 120, interval=0.5,
+                   message="the query to read the first 60 records")
+        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"))
+        peer = Peer(b, group, topic, commit=True)
+        lock = threading.Lock()
+
+        def keep_producing() -> None:  # records arrive while the partitions move
+            i = 60
+            while not stop_producing.wait(0.3) and i < 600:
+                more = produce(b.bootstrap, topic, 6, 6, start=i)
+                with lock:
+                    produced.extend(more)
+                i += 6
+
+        producer = threading.Thread(target=keep_producing, daemon=True)
+        producer.start()
+
+        def split() -> bool:
+            process_all(query)
+            progress = query.lastProgress or {}
+            return len(java.assigned) == 2 and len(peer.assigned) == 2 and bool(progress)
+
+        wait_until(split, 90, interval=0.5, message="the Java and the librdkafka consumer to get 2 partitions each")
+        time.sleep(2)  # a few more records under the settled assignment
+        stop_producing.set()
+        producer.join(30)
+        final = produce(b.bootstrap, topic, 12, 6, start=10_000)
+        produced += final
+        want = {(r.partition, r.offset) for r in produced}
+
+        def everyone() -> set[tuple[int, int]]:
+            return ({(r[1], r[2]) for r in rows(spark, name)} | {(p, o) for _, p, o in java.records}
+                    | set(peer.records))
+
+        wait_until(lambda: process_all(query) or everyone() >= want, 120, interval=0.5,
+                   message="every record to be read")
+        ours = [(r[1], r[2]) for r in rows(spark, name)]
+        theirs_java = [(p, o) for _, p, o in java.records]
+        assert everyone() == want, "records read that were not produced"
+        assert not duplicates(rows(spark, name)), "the query read a record twice"
+        assert len(set(theirs_java)) == len(theirs_java), "the Java consumer read a record twice"
+        assert len(set(peer.records)) == len(peer.records), "the librdkafka consumer read a record twice"
+        assert not set(ours) & set(theirs_java) and not set(ours) & set(peer.records) \
+            and not set(theirs_java) & set(peer.records), "a record read by two members"
+        j_parts, p_parts = {p for _, p in java.assigned}, set(peer.assigned)
+        assert not j_parts & p_parts and len(j_parts | p_parts) == 4, (j_parts, p_parts)
+        # records produced under the settled split were read by the partition's owner then
+        owner = {(r.partition, r.offset): ("java" if r.partition in j_parts else "librdkafka"
+                                           if r.partition in p_parts else "query") for r in final}
+        readers = {**{k: "query" for k in ours}, **{k: "java" for k in theirs_java},
+                   **{k: "librdkafka" for k in peer.records}}
+        assert {k: readers[k] for k in owner} == owner
+        wait_until(lambda: process_all(query) or committed_offsets(b.bootstrap, group, topic, 6) == ends(produced),
+                   60, interval=0.5, message="the group's commits to reach the log end")
+        print(f"read: query {len(ours)}, java {len(theirs_java)}, librdkafka {len(peer.records)} "
+              f"of {len(produced)}")
+    finally:
+        stop_producing.set()
+        stop(query)
+        if java is not None:
+            java.close()
+        if peer is not None:
+            peer.close()
