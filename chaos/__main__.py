@@ -1,10 +1,17 @@
-"""``python -m chaos``: run the chaos scenarios against the mock dev broker and print one row each.
+"""``python -m chaos``: run the chaos scenarios against a dev broker and print one row each.
 
     python -m chaos                 # every scenario (make chaos)
     python -m chaos --quick         # the short version run by the tests
     python -m chaos --only driver_kill9,commit_errors
     python -m chaos --list
     python -m chaos --protocol consumer   # the scenarios that apply to KIP-848 members (make chaos-consumer)
+    python -m chaos --protocol consumer --broker mock   # ... on the mock, with its fault injection
+
+``--broker``: ``mock`` (librdkafka's mock cluster, 3 brokers: every scenario, fault injection
+included), ``kafka`` (Apache Kafka from the jars the dev broker finds, ``--kafka-brokers`` nodes,
+default 1: the scenarios that need no injected fault; the others are listed as skipped, with
+why), or ``auto`` (the default): ``kafka`` for ``--protocol consumer`` when the Kafka jars are
+present, else ``mock``; ``mock`` for ``--protocol classic`` (its Kafka run is future work).
 
 Exit code 0 when every scenario passed; 1 when any lost a record, had a query fail where it
 should not (or not fail where it should), a committed offset move backwards, or duplicates
@@ -21,7 +28,7 @@ import tempfile
 import time
 
 from chaos.report import table
-from chaos.run import PROTOCOLS, Row, Run
+from chaos.run import BACKENDS, PROTOCOLS, Row, Run
 from chaos.scenarios import SCENARIOS, for_protocol, why_not
 
 
@@ -33,6 +40,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--protocol", choices=PROTOCOLS, default="classic",
                    help="the members' group protocol: classic (our assignors) or consumer (KIP-848: "
                    "kafka.group.protocol=consumer queries, group.protocol=consumer plain consumers)")
+    p.add_argument("--broker", choices=("auto", *BACKENDS), default="auto",
+                   help="the dev broker: kafka (Apache Kafka; the scenarios without mock fault injection), "
+                   "mock (every scenario), auto (default: kafka for --protocol consumer when its jars are "
+                   "present, else mock)")
+    p.add_argument("--kafka-brokers", type=int, default=1, choices=(1, 3),
+                   help="nodes of the Kafka cluster with --broker kafka (default 1)")
     p.add_argument("--workdir", help="where sinks, checkpoints and logs go (default: a new temp dir)")
     p.add_argument("--json", dest="json_path", help="results file (default: <workdir>/results.json)")
     p.add_argument("--quiet-timeout", type=float, default=120.0,
@@ -40,27 +53,59 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def choose_broker(requested: str, protocol: str) -> tuple[str, str | None]:
+    """(backend, why) for ``--broker``: ``auto`` is kafka in the consumer mode when its jars are
+    present; ``why`` says why auto fell back to the mock (None otherwise). ``kafka`` without
+    the jars raises ValueError naming what is missing."""
+    from spark_groupsource.devbroker import DevBrokerError, _kafka
+
+    def missing() -> str | None:
+        try:
+            _kafka.check()
+        except DevBrokerError as exc:
+            return str(exc)
+        return None
+
+    if requested == "kafka":
+        why = missing()
+        if why:
+            raise ValueError(f"--broker kafka: no Apache Kafka: {why}")
+        return "kafka", None
+    if requested == "mock":
+        return "mock", None
+    if protocol != "consumer":
+        return "mock", None
+    why = missing()
+    return ("mock", f"no Apache Kafka ({why}); running on the mock") if why else ("kafka", None)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     protocol = args.protocol
-    specs = for_protocol(protocol)
+    try:
+        backend, fallback = choose_broker(args.broker, protocol)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    where = f"--protocol {protocol} --broker {backend}"
+    specs = for_protocol(protocol, backend)
+    skipped = [s for s in SCENARIOS if s not in specs]
     if args.list:
-        print(f"group protocol {protocol}:")
+        print(f"group protocol {protocol}, broker {backend}:")
         for s in specs:
             print(f"{s.name:22} {'quick ' if protocol in s.quick else '      '}{s.about}")
-        skipped = [s for s in SCENARIOS if s not in specs]
         if skipped:
-            print(f"\nnot run with --protocol {protocol}:")
+            print(f"\nnot run with {where}:")
             for s in skipped:
-                print(f"{s.name:22}       {why_not(s.name, protocol)}")
+                print(f"{s.name:22}       {why_not(s.name, protocol, backend)}")
         return 0
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         known = {s.name for s in specs}
         unknown = [n for n in names if n not in known]
         if unknown:
-            why = [f"{n}: {why_not(n, protocol)}" for n in unknown if why_not(n, protocol)]
-            print(f"unknown scenario(s) {unknown} for --protocol {protocol}; see --list"
+            why = [f"{n}: {why_not(n, protocol, backend)}" for n in unknown if why_not(n, protocol, backend)]
+            print(f"unknown scenario(s) {unknown} for {where}; see --list"
                   + "".join(f"\n  {w}" for w in why), file=sys.stderr)
             return 2
         specs = [s for s in specs if s.name in names]
@@ -69,12 +114,21 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-chaos-")
     os.makedirs(workdir, exist_ok=True)
     json_path = args.json_path or os.path.join(workdir, "results.json")
-    print(f"chaos: {len(specs)} scenarios, group protocol {protocol}, work directory {workdir}", flush=True)
+    if fallback:
+        print(f"chaos: {fallback}", flush=True)
+    nodes = f" ({args.kafka_brokers} node{'s' if args.kafka_brokers > 1 else ''})" if backend == "kafka" else ""
+    print(f"chaos: {len(specs)} scenarios, group protocol {protocol}, broker {backend}{nodes}, "
+          f"work directory {workdir}", flush=True)
+    not_run = {s.name: why_not(s.name, protocol, backend) for s in skipped
+               if protocol in s.protocols}  # those of this protocol left out on this broker
+    for name, why in not_run.items():
+        print(f"chaos: skipped on {backend}: {name}: {why}", flush=True)
     rows: list[Row] = []
     t0 = time.monotonic()
     for spec in specs:
         print(f"chaos: {spec.name}: {spec.about}", flush=True)
-        run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol)
+        run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
+                  brokers=args.kafka_brokers if backend == "kafka" else None)
         error = None
         try:
             spec.run(run)
@@ -83,16 +137,20 @@ def main(argv: list[str] | None = None) -> int:
         try:
             row = run.finish(args.quiet_timeout, error)
         except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
-            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol)
+            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol,
+                      broker=backend)
         rows.append(row)
         verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
         print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
         with open(json_path, "w") as f:
-            json.dump({"workdir": workdir, "protocol": protocol, "rows": [r.to_json() for r in rows]}, f, indent=1)
+            json.dump({"workdir": workdir, "protocol": protocol, "broker": backend, "skipped": not_run,
+                       "rows": [r.to_json() for r in rows]}, f, indent=1)
     print()
     print(table(rows))
-    print(f"\n{sum(r.ok for r in rows)}/{len(rows)} scenarios ({protocol} protocol) passed in {time.monotonic() - t0:.0f}s; "
-          f"results: {json_path}")
+    for name, why in not_run.items():
+        print(f"skipped on {backend}: {name}: {why}")
+    print(f"\n{sum(r.ok for r in rows)}/{len(rows)} scenarios ({protocol} protocol, {backend} broker) passed in "
+          f"{time.monotonic() - t0:.0f}s; results: {json_path}")
     return 0 if all(r.ok for r in rows) else 1
 
 

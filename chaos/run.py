@@ -1,5 +1,6 @@
-"""One scenario's run: its own mock cluster, topic and group; members, producer and sampler;
-then the quiet period and the verdict. Every wait is bounded."""
+"""One scenario's run: its own dev broker (librdkafka's mock cluster, or Apache Kafka), topic and
+group; members, producer and sampler; then the quiet period and the verdict. Every wait is
+bounded."""
 
 from __future__ import annotations
 
@@ -39,6 +40,21 @@ CONSUMER_MEMBER_OPTIONS = {
     "kafka.request.timeout.ms": "5000",
 }
 PROTOCOLS = ("classic", "consumer")
+#: The dev broker backends a run can use: ``mock`` (3 brokers, fault injection) and ``kafka``
+#: (Apache Kafka 4.x from the jars the devbroker finds; one KRaft node unless asked for more).
+BACKENDS = ("kafka", "mock")
+#: Options only the mock needs (its SyncGroup quirks); never set on Kafka.
+MOCK_ONLY_OPTIONS = ("leaderSyncDelayMs",)
+
+
+def kafka_broker_config(protocol: str) -> dict[str, str]:
+    """Broker settings of a chaos run on Kafka: the KIP-848 session and heartbeat the suite
+    uses on the mock (6 s, 1 s; the dev defaults are 10 s, 500 ms), so that a scenario's
+    timing (a member frozen past its session) means the same on both."""
+    if protocol != "consumer":
+        return {}
+    return {"group.consumer.session.timeout.ms": str(int(SESSION_S * 1000)),
+            "group.consumer.heartbeat.interval.ms": "1000"}
 
 
 class ScenarioError(Exception):
@@ -73,18 +89,22 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
     protocol: str = "classic"
+    broker: str = "mock"
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
 class Run:
-    def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int = 3,
-                 protocol: str = "classic"):
+    def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int | None = None,
+                 protocol: str = "classic", backend: str = "mock"):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.name = name
         self.protocol = protocol
+        self.backend = backend
         self.dir = os.path.join(workdir, name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -93,10 +113,13 @@ class Run:
         self.partitions = partitions
         self.topic = f"chaos-{name}"
         self.group = f"chaos-{name}-g"
-        self.broker = DevBroker("mock", brokers=brokers).start()
-        if protocol == "consumer":  # the broker-owned session of KIP-848 groups, as the classic one
-            self.broker.mock.set_group_consumer_session_timeout_ms(int(SESSION_S * 1000))
-            self.broker.mock.set_group_consumer_heartbeat_interval_ms(1000)
+        if backend == "kafka":
+            self.broker = DevBroker("kafka", brokers=brokers or 1, broker_config=kafka_broker_config(protocol)).start()
+        else:
+            self.broker = DevBroker("mock", brokers=brokers or 3).start()
+            if protocol == "consumer":  # the broker-owned session of KIP-848 groups, as the classic one
+                self.broker.mock.set_group_consumer_session_timeout_ms(int(SESSION_S * 1000))
+                self.broker.mock.set_group_consumer_heartbeat_interval_ms(1000)
         self.broker.create_topic(self.topic, partitions)
         self.members: dict[str, Member] = {}
         self.history: list[Member] = []
@@ -113,7 +136,25 @@ class Run:
 
     @property
     def member_options(self) -> dict[str, str]:
-        return dict(CONSUMER_MEMBER_OPTIONS if self.protocol == "consumer" else MEMBER_OPTIONS)
+        opts = dict(CONSUMER_MEMBER_OPTIONS if self.protocol == "consumer" else MEMBER_OPTIONS)
+        if self.backend != "mock":
+            for key in MOCK_ONLY_OPTIONS:
+                opts.pop(key, None)
+        return opts
+
+    def delete_records(self, partition: int, before_offset: int) -> None:
+        """Retention: the partition's records below ``before_offset`` are deleted (its log start
+        moves there): the mock's control call, or DeleteRecords on Kafka."""
+        if self.broker.mock is not None:
+            self.broker.mock.delete_records(self.topic, partition, before_offset)
+            return
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.broker.bootstrap, "log_level": 0})
+        futures = admin.delete_records([TopicPartition(self.topic, partition, before_offset)], request_timeout=30)
+        for fut in futures.values():
+            fut.result(timeout=60)
 
     # -- driving -----------------------------------------------------------------------------
     def event(self, text: str) -> None:
@@ -229,7 +270,7 @@ class Run:
         return False
 
     def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
-        row = Row(self.name, protocol=self.protocol)
+        row = Row(self.name, protocol=self.protocol, broker=self.backend)
         try:
             self._end_production()
             reached = None if error else self.quiet(quiet_timeout)

@@ -1,0 +1,67 @@
+"""The chaos suite's dev-broker selection (``python -m chaos --broker``): which scenarios run on
+Kafka, why the others do not, what ``auto`` picks, and that no mock-only option reaches a member
+on Kafka (pure: no broker, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos import __main__ as cli
+from chaos.run import MOCK_ONLY_OPTIONS, kafka_broker_config
+from chaos.scenarios import SCENARIOS, for_protocol, why_not
+from spark_groupsource.devbroker import DevBrokerError, _kafka
+
+
+def names(protocol: str, backend: str) -> set[str]:
+    return {s.name for s in for_protocol(protocol, backend)}
+
+
+def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -> None:
+    injected = {"broker_outage", "coordinator_moved", "commit_errors"}
+    for protocol in ("classic", "consumer"):
+        assert injected <= names(protocol, "mock") and not injected & names(protocol, "kafka")
+        assert names(protocol, "kafka") == names(protocol, "mock") - injected
+        for s in SCENARIOS:
+            if protocol in s.protocols and s.name not in names(protocol, "kafka"):
+                assert "fault injection" in (why_not(s.name, protocol, "kafka") or ""), s.name
+    assert {"query_churn", "consumer_churn", "driver_kill9", "member_frozen", "worker_kill",
+            "unreachable_bootstrap", "retention_fail", "retention_skip"} == names("consumer", "kafka")
+
+
+def test_auto_picks_kafka_for_the_consumer_mode_when_its_jars_are_present(monkeypatch) -> None:
+    monkeypatch.setattr(_kafka, "check", lambda: "found")
+    assert cli.choose_broker("auto", "consumer") == ("kafka", None)
+    assert cli.choose_broker("auto", "classic") == ("mock", None)
+    assert cli.choose_broker("mock", "consumer") == ("mock", None)
+
+    def missing() -> str:
+        raise DevBrokerError("no jars here")
+
+    monkeypatch.setattr(_kafka, "check", missing)
+    backend, why = cli.choose_broker("auto", "consumer")
+    assert backend == "mock" and "no jars here" in why
+    with pytest.raises(ValueError, match="no jars here"):
+        cli.choose_broker("kafka", "consumer")
+
+
+def test_list_on_kafka_names_the_skipped_scenarios_with_the_reason(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(_kafka, "check", lambda: "found")
+    assert cli.main(["--protocol", "consumer", "--broker", "kafka", "--list"]) == 0
+    out = capsys.readouterr().out
+    skipped = out.split("not run with --protocol consumer --broker kafka:")[1]
+    assert "commit_errors" in skipped and "fault injection" in skipped
+    assert cli.main(["--protocol", "consumer", "--broker", "kafka", "--only", "commit_errors"]) == 2
+    assert "fault injection" in capsys.readouterr().err
+
+
+def test_members_on_kafka_get_no_mock_workaround_and_the_suite_session() -> None:
+    from chaos.run import Run
+
+    run = Run.__new__(Run)  # only member_options: no broker started
+    for protocol in ("classic", "consumer"):
+        run.protocol, run.backend = protocol, "kafka"
+        assert not set(MOCK_ONLY_OPTIONS) & set(run.member_options)
+    run.protocol, run.backend = "classic", "mock"
+    assert "leaderSyncDelayMs" in run.member_options
+    assert kafka_broker_config("consumer") == {"group.consumer.session.timeout.ms": "6000",
+                                                "group.consumer.heartbeat.interval.ms": "1000"}
