@@ -65,6 +65,7 @@ FATAL_JOIN_ERRORS = (
 )
 KafkaError = kerr.KafkaError
 KafkaTimeoutError = kerr.KafkaTimeoutError
+FencedInstanceIdError = kerr.FencedInstanceIdError
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ class Callbacks:
     assign: Callable[[str, list, object], tuple[dict[str, bytes], set[str]]]
     # a JoinGroup answer named no leader: the broker assigns (KIP-848 consumer group)
     broker_assigns: Callable[[int, str | None], None]
+    # FENCED_INSTANCE_ID in a Heartbeat answer: another member took our group.instance.id.
+    # kafka-python only stops heartbeating there and keeps the assignment as if stable.
+    fenced_instance: Callable[[str], None] = lambda where: None
 
 
 def _ours(tp) -> TopicPartition:
@@ -377,6 +381,8 @@ def _install(coord, owner: KafkaGroupClient) -> None:
         base_request_rejoin()
 
     def handle_heartbeat_response(response, send_time):
+        if response.error_code == kerr.FencedInstanceIdError.errno:
+            owner.callbacks.fenced_instance("Heartbeat")
         if response.error_code == kerr.RebalanceInProgressError.errno:
             owner._rebalance_signalled = True  # the group moved on: our follow-up joins it now
             owner._followup_at = None

@@ -27,7 +27,7 @@ from spark_groupsource.assignor_bridge import (
     perform_assignment,
     rebalance_protocol_of,
 )
-from spark_groupsource.errors import GroupUnreachableError, MembershipError
+from spark_groupsource.errors import FencedError, GroupUnreachableError, MembershipError
 from spark_groupsource.group_seam import (
     CommitResult,
     Counters,
@@ -127,7 +127,18 @@ class GroupMembership:
         if not config.assignors:
             raise MembershipError("at least one assignor is required")
         self.config = config
-        self.drain_timeout_s = drain_timeout_s
+        client = dict(config.client_config)
+        # The revoke barrier must end while the coordinator still waits for our JoinGroup: it
+        # removes a member that has not rejoined within the rebalance timeout
+        # (max.poll.interval.ms), counted from when the rebalance began there, which we learn
+        # up to one heartbeat interval later. Measured on Kafka 4.0.1 with a barrier held past
+        # it: the member was removed, the other member got every partition while the drain
+        # still held them here, and a second rebalance followed (see test_kafka_coordinator).
+        self.rebalance_timeout_s = int(client.get("max_poll_interval_ms", 300_000)) / 1000.0
+        session_ms = int(client.get("session_timeout_ms", 45_000))
+        heartbeat_s = int(client.get("heartbeat_interval_ms", max(100, min(3_000, session_ms // 3)))) / 1000.0
+        bound = max(0.25 * self.rebalance_timeout_s, 0.8 * self.rebalance_timeout_s - heartbeat_s)
+        self.drain_timeout_s = min(drain_timeout_s, bound)
         self.counters = Counters()
         self._assignors = {a.name: a for a in config.assignors}
         self._protocol = rebalance_protocol_of(list(config.assignors))
@@ -144,7 +155,6 @@ class GroupMembership:
         # the broker, not our assignor, decides (KIP-848 group hosting us); warned once
         self._broker_assigns: str | None = None
         self._reach = _Reach()
-        client = dict(config.client_config)
         self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
         self._retry_backoff_s = max(0.05, int(client.get("retry_backoff_ms", 100)) / 1000.0)
         # the first join may legitimately wait for other members' rebalance timeout
@@ -160,6 +170,7 @@ class GroupMembership:
             revoked=self._revoke, assigned=self._assigned,
             lost=lambda tps: self._lost(tps, "membership lost (session expired or fenced)"),
             assign=self._assign, broker_assigns=self._on_broker_assigns,
+            fenced_instance=self._fenced_instance,
         )
         try:
             self._client = kafka_group.KafkaGroupClient(
@@ -192,7 +203,7 @@ class GroupMembership:
         client = self._client
         assert client is not None
         interval = self.config.poll_interval_ms / 1000.0
-        while not self._closed.is_set():
+        while not self._closed.is_set() and not isinstance(self._error, FencedError):
             try:
                 started = time.monotonic()
                 # Never call into the client while holding self._cond: kafka-python runs our
@@ -207,6 +218,9 @@ class GroupMembership:
             except Exception as exc:  # noqa: BLE001 - kept for the planner to raise
                 if self._closed.is_set():
                     break
+                if isinstance(exc, kafka_group.FencedInstanceIdError):
+                    self._fenced_instance("JoinGroup/SyncGroup")
+                    return
                 log.warning("group %s: membership loop error: %s", self.config.group_id, exc)
                 if isinstance(exc, kafka_group.FATAL_JOIN_ERRORS):
                     with self._cond:
@@ -368,9 +382,12 @@ class GroupMembership:
             if time.monotonic() > deadline:
                 self.counters.drain_timeouts += 1
                 log.warning(
-                    "group %s: in-flight batch did not complete and commit within %.0fs; giving up %d "
-                    "partitions uncommitted: the next owner re-reads from the last commit (at-least-once)",
-                    self.config.group_id, self.drain_timeout_s, len(busy | unsent),
+                    "group %s: in-flight batch did not complete and commit within %.1fs (at most "
+                    "80%% of the rebalance timeout kafka.max.poll.interval.ms=%.0fs less a heartbeat "
+                    "interval, so that the coordinator does not remove this member); giving up %d "
+                    "partitions uncommitted: the next owner re-reads from the last commit "
+                    "(at-least-once); the batch's late commit of them is skipped",
+                    self.config.group_id, self.drain_timeout_s, self.rebalance_timeout_s, len(busy | unsent),
                 )
                 break
             await self._client.sleep(0.05)
@@ -394,6 +411,27 @@ class GroupMembership:
         if gone:
             log.warning("group %s: lost %d partitions (%s): %s", self.config.group_id, len(gone), why,
                         sorted(map(str, gone)))
+
+    def _fenced_instance(self, where: str) -> None:
+        """FENCED_INSTANCE_ID: another member joined with our ``group.instance.id`` and the
+        coordinator gave it our place (KIP-345: the newest member with an instance id wins).
+        Fatal: every partition is dropped from planning at once (the other member owns them
+        now), nothing more is committed, the membership loop stops (rejoining would only fence
+        the other member in turn), and the planner fails the query with this error."""
+        with self._cond:
+            if isinstance(self._error, FencedError):
+                return
+            instance = self.config.group_instance_id
+            self._error = FencedError(
+                f"group {self.config.group_id!r}: this member was fenced by the group coordinator "
+                f"(FENCED_INSTANCE_ID, answer to {where}): another member uses group.instance.id "
+                f"{instance!r} and took this member's place and partitions. Each running query or "
+                f"consumer of the group needs its own kafka.group.instance.id: stop the other one or "
+                f"give this query a different kafka.group.instance.id, then restart it.")
+            self._cond.notify_all()
+        self._lost(set(self._book.owned()) | set(self._book.revoking()),
+                   f"fenced: group.instance.id {instance!r} taken by another member")
+        log.error("%s", self._error)
 
     def _on_broker_assigns(self, generation: int, protocol: str | None) -> None:
         """A JoinGroup answer without a leader: a KIP-848 consumer group hosts us as a classic
@@ -446,11 +484,7 @@ class GroupMembership:
             out = self._client.commit(mine, self._request_timeout_s, self._retry_backoff_s, self._closed)
             self._book.settle(out.done | skipped)
             if out.fenced_instance:
-                with self._cond:
-                    self._error = MembershipError(
-                        f"group {self.config.group_id!r}: static member {self.config.group_instance_id!r} "
-                        "was fenced (FENCED_INSTANCE_ID): another consumer uses the same "
-                        "kafka.group.instance.id")
+                self._fenced_instance("OffsetCommit")
             if out.fenced:
                 self.counters.fenced_commits += 1
                 self._lost(out.fenced, f"commit fenced: {type(out.error).__name__}")

@@ -1,0 +1,361 @@
+"""What only a real coordinator does (issue 15), on Apache Kafka 4.0.1 (``kafka_broker``):
+
+* static membership: a duplicate ``group.instance.id`` is fenced (FENCED_INSTANCE_ID) and the
+  fenced member or query says so and stops, without retrying;
+* the rebalance timeout: a revoke barrier whose batch never completes is given up before the
+  coordinator would remove the member;
+* group conversion: a KIP-848 (``group.protocol=consumer``) Java consumer joining our classic
+  group converts it to a consumer group and back when it leaves; with ``redundant`` (user data
+  in the assignments) the broker refuses the joiner and our group carries on.
+
+The Java reference consumer is ``../shared/kafka/java-consumer.sh`` (JSON lines), run in its own
+process group and killed at the end of each test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from assignment.model import TopicPartition
+from helpers import committed_offsets, group_member, wait_until
+from spark_groupsource.devbroker import _kafka
+from spark_groupsource.errors import FencedError
+
+JAVA_CONSUMER = os.path.join(_kafka.SHARED_KAFKA, "java-consumer.sh")
+
+
+class JavaConsumer:
+    """``java-consumer.sh`` in a group (classic by default), its JSON events read from a thread;
+    own process group, SIGTERM then SIGKILL in :meth:`close` (always called by the tests)."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str,
+                 protocol: str = "classic"):
+        if not os.path.exists(JAVA_CONSUMER):
+            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER} (the Java reference client of ../shared/kafka)")
+        self.events: list[dict[str, Any]] = []
+        self.assigned: set[tuple[str, int]] = set()
+        self.records: list[tuple[str, int, int]] = []
+        self._log = open(log_path, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [JAVA_CONSUMER, "--bootstrap", bootstrap, "--group", group, "--topics", ",".join(topics),
+             "--group-protocol", protocol, "--print-records", "--duration-s", "0", "--poll-ms", "200", *args],
+            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @staticmethod
+    def _tp(name: str) -> tuple[str, int]:
+        topic, _, p = name.rpartition("-")
+        return topic, int(p)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            kind = e.get("event")
+            if kind == "record":
+                self.records.append((e["topic"], e["partition"], e["offset"]))
+            elif kind == "assigned":
+                self.assigned = {self._tp(n) for n in e["assignment"]}
+            elif kind in ("revoked", "lost"):
+                self.assigned -= {self._tp(n) for n in e["partitions"]}
+            self.events.append(e)
+
+    def kinds(self) -> list[str]:
+        return [e.get("event", "?") for e in self.events]
+
+    def errors(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == "error"]
+
+    def close(self, timeout: float = 30) -> int | None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._reader.join(10)
+        self._log.close()
+        return self.proc.returncode
+
+
+def group_type(bootstrap: str, group: str) -> str | None:
+    """The group's type as DescribeGroups/ConsumerGroupDescribe reports it (CLASSIC/CONSUMER)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    try:
+        d = admin.describe_consumer_groups([group], request_timeout=5)[group].result(timeout=10)
+    except KafkaException:
+        return None  # e.g. NOT_COORDINATOR while the offsets partition loads: ask again
+    return getattr(d.type, "name", str(d.type))
+
+
+def _parts(m) -> set[TopicPartition]:
+    return set(m.snapshot().owned)
+
+
+# ------------------------------------------------------------------------------------------
+# static membership
+# ------------------------------------------------------------------------------------------
+def test_duplicate_instance_id_is_fenced_and_the_member_says_so(kafka_broker, unique_name, caplog):
+    """KIP-345 on Kafka: a second member joining with a ``group.instance.id`` already in use
+    takes the first one's place (and its partitions, without a rebalance); the coordinator
+    answers the first one's next Heartbeat with FENCED_INSTANCE_ID. The first member must then
+    drop every partition at once (two owners otherwise: kafka-python only stops heartbeating
+    and keeps its assignment as if stable), stop, and say why, naming the group, the instance
+    id and what to do; it must not rejoin (that would fence the other member in turn)."""
+    b = kafka_broker
+    topic, group = unique_name("static"), unique_name("g")
+    b.create_topic(topic, 4)
+    caplog.set_level(logging.ERROR, logger="spark_groupsource.membership")
+    first = group_member(b, group, topic, group_instance_id="etl-1")
+    first.start()
+    second = None
+    try:
+        assert first.wait_for_assignment(60), first.describe()
+        wait_until(lambda: len(_parts(first)) == 4, 30, message="the first member to own all 4 partitions")
+        gen = first.snapshot().generation
+        second = group_member(b, group, topic, group_instance_id="etl-1")
+        t0 = time.monotonic()
+        second.start()
+        assert second.wait_for_assignment(60), second.describe()
+
+        def fenced():
+            try:
+                first.snapshot()
+            except FencedError as exc:
+                return exc
+            return None
+
+        err = wait_until(fenced, 30, interval=0.05, message="the first member to report the fence")
+        took = time.monotonic() - t0
+        text = str(err)
+        for part in (repr(group), "FENCED_INSTANCE_ID", "group.instance.id 'etl-1'", "kafka.group.instance.id"):
+            assert part in text, text
+        # the new member holds everything, the fenced one nothing; the group did not rebalance
+        s2 = second.snapshot()
+        assert len(s2.owned) == 4 and s2.generation == gen, (s2, gen)
+        assert not first._book.owned() and first.counters.partitions_lost == 4
+        assert any("FENCED_INSTANCE_ID" in r.getMessage() for r in caplog.records)
+        # no retry: the fenced member stays out, the other keeps its generation and partitions
+        time.sleep(3)  # > one heartbeat interval (2 s): a rejoin would have shown by now
+        s2 = second.snapshot()
+        assert len(s2.owned) == 4 and s2.generation == gen and not s2.rebalancing, s2
+        assert isinstance(fenced(), FencedError)
+        print(f"fenced after {took:.1f}s: {text}")
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+
+
+# ------------------------------------------------------------------------------------------
+# the rebalance timeout
+# ------------------------------------------------------------------------------------------
+def test_revoke_barrier_held_past_the_rebalance_timeout(kafka_broker, unique_name, caplog):
+    """An in-flight batch that never completes holds an eager revocation. Kafka removes a member
+    that has not rejoined within the rebalance timeout (``max.poll.interval.ms``, counted from
+    when the rebalance began at the coordinator); before the fix the drain waited the whole
+    rebalance timeout (measured: the member was removed, the other member got both partitions
+    while ours still held them, and a second rebalance followed). Now the drain gives up at 80%
+    of the rebalance timeout less a heartbeat interval: the member stays in the group (same
+    member id, one rebalance), the revoked partition goes to the other member, which resumes
+    from the last commit (nothing lost), the late batch's commit of it is skipped (no stale
+    offset lands), and the give-up is logged and counted."""
+    b = kafka_broker
+    topic, group = unique_name("rbt"), unique_name("g")
+    b.create_topic(topic, 2)
+    rebalance_ms = 6000
+    client = {"max_poll_interval_ms": rebalance_ms}
+    caplog.set_level(logging.WARNING, logger="spark_groupsource.membership")
+    a = group_member(b, group, topic, client=client)
+    # the helper asks for a 5 s drain; the bound caps it (heartbeat interval 2 s)
+    assert a.drain_timeout_s <= 0.8 * rebalance_ms / 1000 - 2.0 + 1e-9
+    a.start()
+    other = None
+    try:
+        assert a.wait_for_assignment(60), a.describe()
+        wait_until(lambda: len(_parts(a)) == 2, 30, message="a to own both partitions")
+        serials = dict(a.snapshot().owned)
+        member_id = a.snapshot().member_id
+        assert a.commit({tp: 1 for tp in serials}).committed == set(serials)
+        assert a.batch_planned(serials)  # the batch that never completes
+        other = group_member(b, group, topic, client=client)
+        t0 = time.monotonic()
+        other.start()
+
+        def split():
+            sa, so = a.snapshot(), other.snapshot()
+            if sa.rebalancing or so.rebalancing or len(sa.owned) != 1 or len(so.owned) != 1:
+                return None
+            return sa, so
+
+        sa, so = wait_until(split, 60, interval=0.05, message="a 1+1 split despite the held barrier")
+        took = time.monotonic() - t0
+        assert set(sa.owned).isdisjoint(so.owned)
+        # the coordinator kept our member: same member id, one rebalance, one generation
+        assert sa.member_id == member_id and sa.generation == so.generation, (sa, so)
+        assert a.counters.drain_timeouts == 1 and a.join_stats().synced == [1, sa.generation]
+        assert took < rebalance_ms / 1000 + 2, f"the split took {took:.1f}s"
+        # the batch completes late: its commit of the partition that moved is skipped
+        late = a.commit({tp: 5 for tp in serials}, serials)
+        a.batch_completed()
+        moved = set(so.owned)
+        assert moved <= late.skipped and not late.lost, late
+        offs = committed_offsets(b.bootstrap, group, topic, 2)
+        assert all(offs[tp.partition] == 1 for tp in moved), offs  # the next owner resumes at 1
+        assert any("did not complete and commit within" in r.getMessage()
+                   and "kafka.max.poll.interval.ms" in r.getMessage() for r in caplog.records)
+        print(f"drain bound {a.drain_timeout_s:.1f}s of a {rebalance_ms / 1000:.0f}s rebalance timeout; "
+              f"split after {took:.1f}s; generations {a.join_stats().synced}")
+    finally:
+        a.close()
+        if other is not None:
+            other.close()
+
+
+# ------------------------------------------------------------------------------------------
+# group conversion classic <-> consumer (KIP-848)
+# ------------------------------------------------------------------------------------------
+def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, unique_name, tmp_path, caplog):
+    """Our classic cooperative-sticky member leads a group; a Java consumer joins with
+    ``group.protocol=consumer``: the broker converts the group to a consumer group (its
+    server-side assignor now decides, no leader in JoinGroup answers: counted and logged once),
+    our member gives up part of its partitions and commits under the converted group. Never two
+    owners (sampled every 20 ms), never a partition without an owner once settled. The Java
+    consumer leaves: the group converts back to classic, our member owns every partition and
+    leads again."""
+    b = kafka_broker
+    topic, group = unique_name("conv"), unique_name("g")
+    b.create_topic(topic, 4)
+    every = {TopicPartition(topic, p) for p in range(4)}
+    caplog.set_level(logging.WARNING, logger="spark_groupsource.membership")
+    ours = group_member(b, group, topic, "cooperative-sticky")
+    ours.start()
+    java = None
+    overlaps: list[tuple[float, set]] = []
+    stop = threading.Event()
+
+    def watch() -> None:  # a partition held by both for more than a sampling interval or two
+        seen: dict[Any, int] = {}
+        while not stop.wait(0.02):
+            both = {(tp.topic, tp.partition) for tp in ours._book.owned()} & (java.assigned if java else set())
+            seen = {k: seen.get(k, 0) + 1 for k in both}
+            if any(n >= 5 for n in seen.values()):  # 100 ms
+                overlaps.append((time.monotonic(), set(both)))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    try:
+        assert ours.wait_for_assignment(60), ours.describe()
+        wait_until(lambda: _parts(ours) == every, 30, message="our member to own all 4 partitions")
+        assert wait_until(lambda: group_type(b.bootstrap, group), 20, message="describe") == "CLASSIC"
+        watcher.start()
+        t0 = time.monotonic()
+        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
+
+        def converted_split():
+            s = ours.snapshot()
+            mine = {(tp.topic, tp.partition) for tp in s.owned}
+            if s.rebalancing or not mine or not java.assigned or mine & java.assigned:
+                return None
+            return (mine, set(java.assigned)) if len(mine | java.assigned) == 4 else None
+
+        mine, theirs = wait_until(converted_split, 60, interval=0.05,
+                                  message="a disjoint split between our member and the Java consumer")
+        t_split = time.monotonic() - t0
+        assert wait_until(lambda: group_type(b.bootstrap, group) == "CONSUMER", 20,
+                          message="the group to be a consumer group")
+        assert ours.broker_assigns and ours.counters.broker_assigned_joins >= 1
+        assert ours.join_stats().broker_assigned
+        assert sum("KIP-848 consumer group" in r.getMessage() for r in caplog.records) == 1
+        # commits carry the member epoch the broker gave as generation: accepted
+        result = ours.commit({tp: 3 for tp in ours.snapshot().owned})
+        assert result.committed == set(ours.snapshot().owned) and not result.lost, result
+        led_before = len(ours.join_stats().led)
+        t1 = time.monotonic()
+        java.close()
+        assert "closed" in java.kinds(), java.kinds()  # a clean leave (exit status 143: SIGTERM)
+
+        def back():
+            s = ours.snapshot()
+            return set(s.owned) == every and not s.rebalancing and group_type(b.bootstrap, group) == "CLASSIC"
+
+        wait_until(back, 60, interval=0.1, message="the group back to classic with our member owning all")
+        t_back = time.monotonic() - t1
+        wait_until(lambda: len(ours.join_stats().led) > led_before, 30,
+                   message="our member to lead again (its assignor runs again)")
+        assert not overlaps, overlaps[:3]
+        offs = committed_offsets(b.bootstrap, group, topic, 4)
+        assert all(offs[tp.partition] == 3 for tp in result.committed), offs
+        print(f"converted split after {t_split:.1f}s (ours {sorted(mine)}, java {sorted(theirs)}); "
+              f"back to classic {t_back:.1f}s after the Java consumer left; "
+              f"broker-assigned generations {ours.join_stats().broker_assigned}, led {ours.join_stats().led}")
+    finally:
+        stop.set()
+        if java is not None:
+            java.close()
+        ours.close()
+
+
+def test_redundant_group_refuses_the_kip848_joiner_and_carries_on(kafka_broker, unique_name, tmp_path):
+    """``redundant`` puts user data in its assignments; Kafka does not convert such a group
+    (KAFKA-18134): the new-protocol joiner is refused with GROUP_ID_NOT_FOUND, while our two
+    members keep their generation, both replicas of every partition and their primaries."""
+    b = kafka_broker
+    topic, group = unique_name("red"), unique_name("g")
+    b.create_topic(topic, 4)
+    every = {TopicPartition(topic, p) for p in range(4)}
+    a = group_member(b, group, topic, "redundant")
+    c = group_member(b, group, topic, "redundant")
+    a.start()
+    java = None
+    try:
+        assert a.wait_for_assignment(60), a.describe()
+        c.start()
+
+        def both():
+            sa, sc = a.snapshot(), c.snapshot()
+            ok = (set(sa.owned) == every == set(sc.owned) and not sa.rebalancing and not sc.rebalancing
+                  and sa.committable | sc.committable == every and not sa.committable & sc.committable)
+            return (sa, sc) if ok else None
+
+        sa, sc = wait_until(both, 60, message="two replicas of every partition")
+        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
+        err = wait_until(lambda: java.errors() or (java.proc.poll() is not None and ["exited"]), 60,
+                         interval=0.1, message="the Java consumer to be refused")
+        text = json.dumps(err)
+        assert "GroupIdNotFound" in text or "GROUP_ID_NOT_FOUND" in text or "does not exist" in text, text
+        assert not java.assigned and not java.records
+        time.sleep(2)  # one more heartbeat round of our members
+        sa2, sc2 = a.snapshot(), c.snapshot()
+        assert (sa2.generation, sa2.committable, set(sa2.owned)) == (sa.generation, sa.committable, set(sa.owned))
+        assert (sc2.generation, sc2.committable, set(sc2.owned)) == (sc.generation, sc.committable, set(sc.owned))
+        assert not a.broker_assigns and not c.broker_assigns
+        assert group_type(b.bootstrap, group) == "CLASSIC"
+        r = a.commit({tp: 2 for tp in every})
+        assert r.committed == sa.committable and not r.lost and not r.failed, r
+        print(f"java refused: {text[:300]}")
+    finally:
+        if java is not None:
+            java.close()
+        a.close()
+        c.close()
+
