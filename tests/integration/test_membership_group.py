@@ -215,17 +215,15 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
         b.close()
 
 
-def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, unique_name):
-    """KIP-345: a static member that restarts within the session timeout (no LeaveGroup) gets
-    its partitions back and the other member keeps its own. Tansu only: librdkafka's mock has
-    no static membership (and Tansu does not fence a duplicate instance id, so that part is
-    not tested here)."""
-    broker = tansu_broker
+def test_static_member_keeps_its_assignment_across_a_restart(kafka_broker, unique_name):
+    """KIP-345 on Kafka: a static member that restarts within the session timeout (no
+    LeaveGroup) gets its partitions back and the other member keeps its own, with no rebalance
+    (same generation). A duplicate instance id is fenced: test_kafka_coordinator.py. (Not on
+    the mock, which has no static membership, nor Tansu, which does not fence duplicates.)"""
+    broker = kafka_broker
     topic, group = unique_name("static"), unique_name("g")
     broker.create_topic(topic, 4)
-    # a session long enough that the restart below (Tansu parks a JoinGroup for half of it)
-    # stays well inside it even on a loaded machine
-    session = {"session_timeout_ms": 12_000}
+    session = {"session_timeout_ms": broker.recommended_session_timeout_ms}
     a = _member(broker, group, topic, group_instance_id="member-a", client=session)
     b = _member(broker, group, topic, group_instance_id="member-b", client=session)
     a.start()
@@ -238,12 +236,17 @@ def test_static_member_keeps_its_assignment_across_a_restart(tansu_broker, uniqu
         a2 = _member(broker, group, topic, group_instance_id="member-a", client=session)
         a2.start()
         try:
+            t0 = time.monotonic()
             assert a2.wait_for_assignment(60), a2.describe()
             mine, theirs = wait_until(_settled(a2, _Owned(b), 4), timeout=60,
                                       message="the restarted static member to get its partitions back")
             assert (mine, theirs) == (a_parts, b_parts)
             # no rebalance reached b: same generation, same acquisitions, nothing revoked
             assert (b.snapshot().generation, dict(b.snapshot().owned), b.counters.rebalances) == b_before
+            # Kafka hands the returning static member the current generation's assignment
+            assert a2.snapshot().generation == b_before[0]
+            print(f"static restart: partitions back after {time.monotonic() - t0:.2f}s, "
+                  f"generation {b_before[0]} unchanged")
         finally:
             a2.close()
     finally:
