@@ -81,8 +81,11 @@ def produce_keyed(
     base = int(time.time() * 1000) if base_timestamp_ms is None else base_timestamp_ms
     # One record per produce batch: Tansu answers ListOffsets(latest) with the last batch's
     # base offset + 1, which is the true end only when that batch holds one record.
+    # Idempotent, as Kafka's clients are by default: a retried first request (a topic just
+    # created on Kafka may answer NOT_LEADER once) must not land behind the records after it.
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "batch.num.messages": 1, **_QUIET}
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "batch.num.messages": 1,
+         "enable.idempotence": True, **_QUIET}
     )
     reports: dict[int, Any] = {}
     errors: list[str] = []

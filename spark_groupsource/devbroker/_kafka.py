@@ -53,6 +53,9 @@ DEV_BROKER_CONFIG = {
     "group.consumer.min.heartbeat.interval.ms": "250",
     "group.consumer.heartbeat.interval.ms": "500",
     "offsets.topic.num.partitions": "10",
+    # no time retention: tests write records with timestamps years in the past, which a 7-day
+    # retention (checked every 5 minutes) would delete mid-run; size limits stay as Kafka's
+    "log.retention.ms": "-1",
     "log.segment.bytes": str(64 * 1024 * 1024),
     "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
 }

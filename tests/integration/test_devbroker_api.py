@@ -25,13 +25,14 @@ def _topics(bootstrap: str) -> dict[str, int]:
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"backend": "kafka"}, "unknown backend 'kafka'"),
+        ({"backend": "redpanda"}, "unknown backend 'redpanda'"),
+        ({"backend": "mock", "broker_config": {"a": "b"}}, "--broker-config is only supported with kafka"),
         ({"backend": "tansu", "brokers": 2}, "tansu runs a single broker"),
         ({"backend": "mock", "brokers": 0}, "brokers must be an integer >= 1"),
         ({"backend": "mock", "topics": {"demo": 0}}, "bad partition count 0"),
         ({"backend": "mock", "topics": {"bad name": 1}}, "bad topic name 'bad name'"),
         ({"backend": "mock", "topics": ["demo"]}, "topics must be a mapping"),
-        ({"backend": "mock", "port": 9092}, "--port is only supported with tansu"),
+        ({"backend": "mock", "port": 9092}, "--port is not supported with the mock"),
     ],
 )
 def test_bad_arguments_fail_fast(kwargs, message):

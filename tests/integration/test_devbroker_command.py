@@ -86,13 +86,16 @@ def test_command_serves_and_stops_cleanly(command, backend, sig):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--backend", "kafka"], "unknown backend 'kafka'"),
+        (["--backend", "redpanda"], "unknown backend 'redpanda'"),
+        (["--backend", "kafka", "--brokers", "6"], "brokers must be <= 5 for kafka"),
+        (["--backend", "mock", "--broker-config", "a=b"], "--broker-config is only supported with kafka"),
+        (["--backend", "kafka", "--broker-config", "novalue"], "bad --broker-config 'novalue'"),
         ([], "missing --backend"),
         (["--backend", "mock", "--topic", "demo:x"], "bad topic spec 'demo:x'"),
         (["--backend", "mock", "--topic", "demo"], "bad topic spec 'demo'"),
         (["--backend", "mock", "--topic", "demo:0"], "bad partition count 0"),
         (["--backend", "tansu", "--brokers", "3"], "tansu runs a single broker"),
-        (["--backend", "mock", "--port", "9092"], "--port is only supported with tansu"),
+        (["--backend", "mock", "--port", "9092"], "--port is not supported with the mock"),
         (["--backend", "mock", "--brokers", "x"], "invalid int value"),
     ],
 )
@@ -149,7 +152,7 @@ def test_command_tansu_binary_missing(tmp_path):
     ]
     check = subprocess.run([*CMD, "--check"], capture_output=True, text=True, timeout=60, env=env)
     assert check.returncode == 1
-    assert check.stdout.splitlines()[1].startswith("tansu: MISSING")
+    assert check.stdout.splitlines()[2].startswith("tansu: MISSING")
 
     env["GROUPKAFKA_TANSU"] = str(tmp_path / "nope")
     res = subprocess.run(
@@ -163,9 +166,77 @@ def test_command_check():
     res = subprocess.run([*CMD, "--check"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith("mock: OK librdkafka ")
-    assert lines[1].startswith("tansu: OK tansu ")
+    assert lines[1].startswith(("kafka: OK Apache Kafka ", "kafka: MISSING ")), lines[1]
+    assert lines[2].startswith("tansu: OK tansu ")
+
+
+def _kafka_or_skip() -> None:
+    from spark_groupsource.devbroker import DevBrokerError, _kafka
+
+    try:
+        _kafka.check()
+    except DevBrokerError as exc:
+        pytest.skip(f"no Apache Kafka for the kafka backend: {exc}")
+
+
+def _jvms_of(pid: int) -> list[int]:
+    """The Kafka JVMs under ``pid`` (each node runs in its own process group)."""
+    return [k for k in children_of(pid) if "kafka.Kafka" in _cmdline(k)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_command_kafka_serves_and_stops_cleanly(command):
+    """One BOOTSTRAP line once the topic exists; SIGTERM stops the JVM and removes its data."""
+    _kafka_or_skip()
+    proc = command("--backend", "kafka", "--topic", "cmd-k:4")
+    line = read_line(proc, timeout=120).strip()
+    assert line.startswith("BOOTSTRAP=127.0.0.1:")
+    bootstrap = line.split("=", 1)[1]
+    jvms = _jvms_of(proc.pid)
+    assert len(jvms) == 1
+    workdir = next(a.split("=", 1)[1] for a in _cmdline(jvms[0]).split() if a.startswith("-Dkafka.logs.dir="))
+    produced = produce_keyed(bootstrap, "cmd-k", 8, partitions=4)
+    assert len(consume_all(bootstrap, "cmd-k", expected=8)) == len(produced) == 8
+    proc.terminate()
+    assert proc.wait(60) == 0
+    assert not any(pid_alive(k) for k in jvms)
+    assert not os.path.exists(workdir)
+
+
+def test_command_hard_kill_takes_kafka_down(command):
+    """A hard kill of the command (no cleanup) still takes its Kafka JVMs down (PDEATHSIG)."""
+    _kafka_or_skip()
+    proc = command("--backend", "kafka")
+    assert read_line(proc, timeout=120).startswith("BOOTSTRAP=")
+    jvms = _jvms_of(proc.pid)
+    assert len(jvms) == 1
+    proc.kill()
+    proc.wait(10)
+    deadline = time.monotonic() + 20
+    while any(pid_alive(k) for k in jvms) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(pid_alive(k) for k in jvms)
+
+
+def test_command_kafka_jars_missing_says_where_it_looked(tmp_path):
+    env = {**os.environ, "GROUPKAFKA_KAFKA_HOME": str(tmp_path / "no-kafka")}
+    res = subprocess.run([*CMD, "--backend", "kafka"], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 1
+    [line] = res.stderr.strip().splitlines()
+    assert line.startswith("devbroker: error: Apache Kafka jars not found at GROUPKAFKA_KAFKA_HOME=")
+    assert "set GROUPKAFKA_KAFKA_HOME" in line
+    check = subprocess.run([*CMD, "--check"], capture_output=True, text=True, timeout=60, env=env)
+    assert check.returncode == 1
+    assert check.stdout.splitlines()[1].startswith("kafka: MISSING")
 
 
 def test_command_hard_kill_takes_tansu_down(command):

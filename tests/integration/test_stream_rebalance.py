@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from test_stream_support import broker_options, produce
 
@@ -54,11 +53,21 @@ def _first_batch(reader, broker, topic) -> str:
     return end
 
 
-@pytest.mark.parametrize("assignor", ["cooperative-sticky", "range"])
-def test_planning_through_a_rebalance(broker, unique_name, assignor):
+def test_planning_through_a_cooperative_rebalance(broker, unique_name):
     """Cooperative: batches keep being planned while the group rebalances, and the offsets of
-    a batch whose commit met the rebalance reach the group once it is over. Eager: nothing new
-    is planned until the rebalance is over."""
+    a batch whose commit met the rebalance reach the group once it is over."""
+    _planning_through_a_rebalance(broker, unique_name, "cooperative-sticky")
+
+
+def test_planning_through_an_eager_rebalance(mock_broker, unique_name):
+    """Eager: nothing new is planned until the rebalance is over. On the mock only: it holds a
+    rebalance's join window open for most of a session, so triggers run inside it; on Kafka an
+    eager rebalance of two members that rejoin at once lasts milliseconds (no trigger fits in
+    it), and the planner's unit tests (test_planner_seam.py) cover the rule."""
+    _planning_through_a_rebalance(mock_broker, unique_name, "range")
+
+
+def _planning_through_a_rebalance(broker, unique_name, assignor):
     topic, group = unique_name("rebal"), unique_name("g")
     broker.create_topic(topic, PARTS)
     produce(broker.bootstrap, topic, 2 * PARTS, PARTS)
