@@ -1,19 +1,18 @@
-"""The executor fetcher against real brokers over TCP (librdkafka's mock cluster and Tansu).
+"""The executor fetcher against real brokers over TCP (Apache Kafka and librdkafka's mock cluster).
 
 Conditions are created for real on the broker, never faked:
 
 * gaps: transactional producers leave control records (commit/abort markers) in the log;
   both brokers support transactions;
-* data loss below the log start: the mock cluster enforces a size-based retention on each
-  partition log, so producing more than it keeps deletes the oldest records. Neither backend
-  implements DeleteRecords (the mock answers UNSUPPORTED_FEATURE, Tansu drops the
-  connection) and Tansu's in-memory log keeps everything, so this runs on the mock only;
+* data loss below the log start: on Kafka, DeleteRecords moves the log start as retention
+  would; the mock cluster enforces a size-based retention on each partition log, so producing
+  more than it keeps deletes the oldest records;
 * ranges beyond the end (truncated / recreated topic): asking for offsets past the high
-  watermark, which the mock answers with OFFSET_OUT_OF_RANGE and Tansu with empty fetches.
+  watermark, which both answer with OFFSET_OUT_OF_RANGE.
 
-Not covered here: read_committed filtering of aborted records. Neither broker sends the aborted
-transaction list in Fetch responses, so aborted records are returned even with read_committed;
-the test below only proves that markers and aborted batches do not make a range hang.
+read_committed filtering of aborted records is checked on Kafka, which sends the aborted
+transaction list in Fetch responses; the mock does not (it returns aborted records even with
+read_committed), so there the test only proves that markers and aborted batches do not hang.
 """
 
 from __future__ import annotations
@@ -244,6 +243,9 @@ def test_transaction_markers_are_gaps_not_hangs(broker: Any, new_topic: Any, iso
     if isolation == "read_uncommitted":
         assert offsets == [0, 1, 2, 4, 5, 6, 8, 9]
         assert stats == FetchStats(records=8, batches=1, lost_records=0, gaps=3)
+    elif broker.backend == "kafka":  # the broker names the aborted transaction: filtered
+        assert offsets == [0, 1, 2, 8, 9]
+        assert stats.records == 5 and stats.lost_records == 0
     assert time.monotonic() - started < 10
 
     # A range that starts on a marker, and one that holds nothing but a marker.
@@ -327,8 +329,28 @@ def test_records_deleted_by_retention(mock_broker: Any, unique_name: Any,
     assert stats.lost_records == low
 
 
-def test_retention_loss_not_possible_on_tansu(tansu_broker: Any) -> None:
-    pytest.skip(
-        "Tansu (memory storage) neither applies retention nor implements DeleteRecords; "
-        "loss below the log start is covered on the mock"
-    )
+def test_records_deleted_below_the_log_start_on_kafka(kafka_broker: Any, unique_name: Any) -> None:
+    """DeleteRecords moves the log start, as retention does on a production cluster: a range
+    below it is data loss (raised, or skipped and counted with failOnDataLoss=false)."""
+    from confluent_kafka import TopicPartition as CkTP
+    from confluent_kafka.admin import AdminClient
+
+    topic = unique_name("deleted")
+    kafka_broker.create_topic(topic, 1)
+    p = Producer({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
+    for i in range(120):
+        p.produce(topic, value=b"v%d" % i, partition=0)
+    assert p.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
+    [fut] = admin.delete_records([CkTP(topic, 0, 50)], request_timeout=30).values()
+    assert fut.result(timeout=35).low_watermark == 50
+    assert high_watermark(kafka_broker, topic) == (50, 120)
+    cfg = config(kafka_broker)
+
+    with pytest.raises(DataLossError) as info:
+        fetch(cfg, OffsetRange(topic, 0, 10, 120))
+    assert (info.value.expected, info.value.available) == (10, 50)
+    stats = FetchStats()
+    got = rows(fetch(cfg, OffsetRange(topic, 0, 10, 120), fail=False, stats=stats, batch=25))
+    assert [r["offset"] for r in got] == list(range(50, 120))
+    assert stats.lost_records == 40 and stats.records == 70
