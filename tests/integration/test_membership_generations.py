@@ -110,6 +110,16 @@ def _assert_no_discarded(members: list[GroupMembership]) -> None:
 def test_generations_per_membership_change_our_members(broker, unique_name, assignor, slow):
     """Three of our members: a, then b joins, then c joins, then b leaves. Each change costs
     exactly the protocol's generations, and no member throws away a synced generation."""
+    _our_members(broker, unique_name, assignor, slow)
+
+
+def test_followup_join_delay_keeps_generations_exact_on_tansu(tansu_broker, unique_name):
+    """What Tansu adds: its JoinGroup timers need ``followupJoinDelayMs`` (two heartbeats) for a
+    cooperative change to cost exactly the protocol's generations (see the module docstring)."""
+    _our_members(tansu_broker, unique_name, "cooperative-sticky", False)
+
+
+def _our_members(broker, unique_name, assignor, slow):
     topic, group = unique_name("gens"), unique_name("g")
     broker.create_topic(topic, PARTITIONS)
     delay = _SLOW * _heartbeat_ms(broker) / 1000 if slow else 0.0
