@@ -14,7 +14,8 @@ setup:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,demo]"
-	$(PY) -m spark_groupsource.devbroker --check
+	# kafka is optional: without ../shared/kafka (or GROUPKAFKA_KAFKA_HOME) its tests skip
+	$(PY) -m spark_groupsource.devbroker --check --optional kafka
 
 test:
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)

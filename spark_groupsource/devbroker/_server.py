@@ -482,6 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="append broker logs to this file, or '-' for stderr (default: an unlinked temp file)",
     )
     p.add_argument("--check", action="store_true", help="check which backends can be found")
+    p.add_argument(
+        "--optional",
+        default="",
+        metavar="BACKEND,...",
+        help="with --check: backends whose absence is reported but does not fail the check",
+    )
     p.add_argument("--control", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -531,7 +537,7 @@ def validate_args(
         validate_topic(name, partitions)
 
 
-def run_check(out: IO[str]) -> int:
+def run_check(out: IO[str], optional: frozenset[str] = frozenset()) -> int:
     from . import _kafka, _rdkafka_mock, _tansu
 
     ok = True
@@ -539,7 +545,7 @@ def run_check(out: IO[str]) -> int:
         try:
             line = fn()
         except DevBrokerError as exc:
-            ok = False
+            ok = ok and name in optional
             line = f"{name}: MISSING {exc}"
         print(line, file=out, flush=True)
     return 0 if ok else 1
@@ -696,7 +702,7 @@ def _serve_control(server: _Server, out: IO[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.check:
-        return run_check(sys.stdout)
+        return run_check(sys.stdout, frozenset(b.strip() for b in args.optional.split(",") if b.strip()))
     try:
         topics = [parse_topic_spec(spec) for spec in args.topic]
         validate_args(args.backend, args.brokers, args.port, topics,

@@ -237,6 +237,10 @@ def test_command_kafka_jars_missing_says_where_it_looked(tmp_path):
     check = subprocess.run([*CMD, "--check"], capture_output=True, text=True, timeout=60, env=env)
     assert check.returncode == 1
     assert check.stdout.splitlines()[1].startswith("kafka: MISSING")
+    # `make setup` treats kafka as optional: a clone without the jars still sets up
+    check = subprocess.run([*CMD, "--check", "--optional", "kafka"], capture_output=True, text=True,
+                           timeout=60, env=env)
+    assert check.returncode == 0 and check.stdout.splitlines()[1].startswith("kafka: MISSING")
 
 
 def test_command_hard_kill_takes_tansu_down(command):
