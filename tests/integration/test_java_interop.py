@@ -287,9 +287,10 @@ class Feed:
 # one scenario: first member, second joins, second leaves
 # ----------------------------------------------------------------------------------------------
 def run_scenario(kafka_broker: Any, java: JavaConsumers, unique_name: Any, assignor: str,
-                 first: str, second: str) -> dict[str, Any]:
+                 first: str, second: str, label: str, delay_s: float = 0.0) -> dict[str, Any]:
     """``first`` and ``second`` are "ours" or "java". Returns the measurements; asserts the
     record and commit properties."""
+    time.sleep(delay_s)  # scenarios run side by side: stagger the JVM starts a little
     topic, group = unique_name("jinterop"), unique_name("g")
     kafka_broker.create_topic(topic, PARTITIONS)
     feed = Feed(kafka_broker.bootstrap, topic)
@@ -298,7 +299,7 @@ def run_scenario(kafka_broker: Any, java: JavaConsumers, unique_name: Any, assig
     def make(kind: str, name: str) -> Any:
         if kind == "ours":
             return Ours(kafka_broker, group, topic, assignor).start()
-        return Java(java.start(group, [topic], name=name, assignment_strategy=assignor))
+        return Java(java.start(group, [topic], name=f"{label}:{name}", assignment_strategy=assignor))
 
     t0 = time.monotonic()
     a = b = None
@@ -375,31 +376,125 @@ def java(kafka_broker: Any) -> Any:
         consumers.close_all()
 
 
-#: Java-only measurements per assignor, made once per run (by the first test that needs one).
-_BASELINES: dict[str, dict[str, Any]] = {}
+SCENARIOS = {"java-only": ("java", "java"), "ours-leads": ("ours", "java"), "java-leads": ("java", "ours")}
 
 
-def java_baseline(kafka_broker: Any, java: JavaConsumers, unique_name: Any, assignor: str) -> dict[str, Any]:
-    if assignor not in _BASELINES:
-        _BASELINES[assignor] = run_scenario(kafka_broker, java, unique_name, assignor, "java", "java")
-        print(f"java-only baseline ({assignor}): {_BASELINES[assignor]}")
-    return _BASELINES[assignor]
-
-
-@pytest.mark.parametrize("leader", ["ours-leads", "java-leads"])
 @pytest.mark.parametrize("assignor", ASSIGNORS)
-def test_java_consumer_in_our_group(kafka_broker, java, unique_name, assignor, leader):
-    """Our member and a Java consumer with the same assignor: disjoint, complete assignments;
-    every record read once; the stayer continues from the leaver's commits up to the log end;
-    the join and the leave cost as many generations as with two Java consumers."""
-    baseline = java_baseline(kafka_broker, java, unique_name, assignor)
-    first, second = ("ours", "java") if leader == "ours-leads" else ("java", "ours")
-    got = run_scenario(kafka_broker, java, unique_name, assignor, first, second)
-    print(f"{assignor} {leader}: {got}")
-    if leader == "ours-leads":
-        assert got["led"], f"our member never led: {got}"
-    else:
-        assert not got["led"], f"our member led although the Java consumer joined first: {got}"
-    assert (got["join"], got["leave"]) == (baseline["join"], baseline["leave"]), \
-        f"generations (join, leave): ours+Java {got['join'], got['leave']}, Java only " \
-        f"{baseline['join'], baseline['leave']}"
+def test_java_consumer_in_our_group(kafka_broker, java, unique_name, assignor):
+    """Our member and a Java consumer with the same assignor, ours leading (joining first) and
+    the Java consumer leading, beside the same scenario with two Java consumers (the baseline),
+    the three at once on their own topics and groups: disjoint, complete assignments; every
+    record read once; the stayer continues from the leaver's commits up to the log end; the
+    join and the leave cost as many generations as with two Java consumers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
+        futures = {}
+        for i, (label, (first, second)) in enumerate(SCENARIOS.items()):
+            futures[label] = pool.submit(run_scenario, kafka_broker, java, unique_name, assignor, first, second,
+                                         label, delay_s=0.5 * i)
+        results, failures = {}, {}
+        for label, f in futures.items():
+            try:
+                results[label] = f.result(timeout=4 * WAIT_S)
+            except Exception as exc:  # noqa: BLE001 - reported together below
+                failures[label] = exc
+    for label, got in results.items():
+        print(f"{assignor} {label}: {got}")
+    if failures:
+        raise AssertionError("; ".join(f"{label}: {exc}" for label, exc in failures.items()))
+    baseline = results["java-only"]
+    assert results["ours-leads"]["led"], f"our member never led: {results['ours-leads']}"
+    assert not results["java-leads"]["led"], f"our member led although the Java consumer joined first: {results}"
+    for label in ("ours-leads", "java-leads"):
+        got = results[label]
+        assert (got["join"], got["leave"]) == (baseline["join"], baseline["leave"]), \
+            f"{label}: generations (join, leave) ours+Java {got['join'], got['leave']}, Java only " \
+            f"{baseline['join'], baseline['leave']}"
+
+
+# ----------------------------------------------------------------------------------------------
+# a real query
+# ----------------------------------------------------------------------------------------------
+def test_spark_query_with_a_cooperative_java_consumer_joining_and_leaving(spark, kafka_broker, java,
+                                                                         unique_name, tmp_path):
+    """A ``cooperative-sticky`` query (default options otherwise) reads alone; a cooperative-
+    sticky Java consumer joins and later leaves while records keep arriving. Every record is read
+    exactly once (beyond what a failed Java commit allows), the split while both are in is
+    disjoint and complete, the group's commits reach the log end, and the query stays alive."""
+    from test_stream_support import process_all, rows, stop, stream, table_name, to_memory
+
+    b = kafka_broker
+    topic, group = unique_name("jspark"), unique_name("g")
+    b.create_topic(topic, PARTITIONS)
+    feed = Feed(b.bootstrap, topic, every_s=0.1)
+    feed.burst(10)
+    name = table_name(unique_name, "jq")
+    query = to_memory(stream(spark, b, topic, group, assignor="cooperative-sticky",
+                             startingOffsets="earliest"), name, str(tmp_path / "ck"))
+    j = None
+    t0 = time.monotonic()
+
+    def alive() -> None:
+        assert query.isActive and query.exception() is None, f"the query died: {query.exception()}"
+
+    def ours() -> list[tuple[int, int]]:
+        return [(r[1], r[2]) for r in rows(spark, name)]
+
+    try:
+        wait_until(lambda: alive() or len(ours()) >= 10 * PARTITIONS, WAIT_S, interval=0.3,
+                   message="the query to read the first records")
+        feed.start()
+        j = Java(java.start(group, [topic], name="java-coop", assignment_strategy="cooperative-sticky"))
+
+        def split() -> Any:
+            alive()
+            mine = (owned := _query_owned(query)) and frozenset(owned)
+            theirs = j.owned()
+            if not mine or not theirs or mine & theirs or len(mine | theirs) != PARTITIONS:
+                return None
+            return mine, theirs
+
+        mine, theirs = wait_until(split, WAIT_S, interval=0.3, message="a split between the query and Java")
+        j.j.wait_for(lambda jc: jc.record_count() > 0, WAIT_S, "the Java consumer to read records")
+        time.sleep(2)  # records under the settled split
+        j.stop()
+        feed.burst(5)
+        wait_until(lambda: alive() or _query_owned(query) == set(range(PARTITIONS)), WAIT_S, interval=0.3,
+                   message="the query to own every partition after the Java consumer left")
+        time.sleep(1)
+        ends = feed.stop()
+        produced = set(feed.landed)
+
+        def done() -> bool:
+            alive()
+            process_all(query)
+            return committed_offsets(b.bootstrap, group, topic, PARTITIONS) == ends
+
+        wait_until(done, WAIT_S, interval=0.5, message=f"the group's commits to reach the log end {ends}")
+        alive()
+        got = Counter(ours()) + j.offsets_read()
+        allowed = j.uncommitted_reads()
+        twice = sorted(k for k, n in got.items() if n > 1 and not (n == 2 and k in allowed))
+        missing = sorted(produced - set(got))
+        assert not twice, f"{len(twice)} records read twice, e.g. {twice[:5]}"
+        assert not missing, f"{len(missing)} records never read, e.g. {missing[:5]}"
+        assert set(got) <= produced
+        assert len(set(ours())) == len(ours()), "the query read a record twice"
+        j.check()
+        print(f"spark + java cooperative-sticky: produced {len(produced)}, query read {len(ours())}, "
+              f"java read {sum(j.offsets_read().values())}, re-read after failed java commits "
+              f"{sum(1 for k, n in got.items() if n > 1)}, split query {sorted(mine)} / java {sorted(theirs)}, "
+              f"{time.monotonic() - t0:.1f}s")
+    finally:
+        with contextlib.suppress(Exception):
+            feed.stop()
+        stop(query)
+        if j is not None:
+            j.j.close()
+
+
+def _query_owned(query: Any) -> set[int] | None:
+    from test_stream_support import owned_partitions
+
+    return owned_partitions(query)
