@@ -359,3 +359,139 @@ def test_redundant_group_refuses_the_kip848_joiner_and_carries_on(kafka_broker, 
         a.close()
         c.close()
 
+
+
+# ------------------------------------------------------------------------------------------
+# the same with a Spark query
+# ------------------------------------------------------------------------------------------
+def _query(spark, b, topic: str, group: str, name: str, checkpoint: str, **options: str):
+    from test_stream_support import broker_options
+
+    opts = {"kafka.bootstrap.servers": b.bootstrap, "kafka.group.id": group, "subscribe": topic,
+            "kafka.auto.offset.reset": "earliest", **broker_options(b), **options}
+    df = spark.readStream.format("groupkafka").options(**opts).load()
+    return (df.select("topic", "partition", "offset", "key", "value").writeStream.format("memory")
+            .queryName(name).option("checkpointLocation", checkpoint)
+            .trigger(processingTime="200 milliseconds").start())
+
+
+def test_query_fenced_by_a_duplicate_instance_id_fails_clearly(spark, kafka_broker, unique_name, tmp_path):
+    """A query with ``kafka.group.instance.id=etl-q``; a Java consumer starts with the same
+    instance id in the same group. Kafka gives it the query's place; the query fails within a
+    few heartbeats with an error naming the group, the instance id and what to do (no hang, no
+    retry loop), and the Java consumer owns every partition."""
+    from test_stream_support import produce, rows, stop, table_name
+
+    b = kafka_broker
+    topic, group = unique_name("t"), unique_name("g")
+    b.create_topic(topic, 2)
+    produce(b.bootstrap, topic, 20, 2)
+    name = table_name(unique_name, "fenced")
+    q = _query(spark, b, topic, group, name, str(tmp_path / "ck"), **{"kafka.group.instance.id": "etl-q"})
+    java = None
+    try:
+        wait_until(lambda: len(rows(spark, name)) >= 20 or q.exception(), 90, interval=0.3,
+                   message=f"the query to read 20 records ({q.status}, {q.lastProgress})")
+        assert q.exception() is None, q.exception()
+        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"),
+                            "--group-instance-id", "etl-q", "--session-timeout-ms", "6000")
+        t0 = time.monotonic()
+        wait_until(lambda: q.exception() is not None, 60, interval=0.2, message="the query to fail")
+        took = time.monotonic() - t0
+        text = str(q.exception())
+        for part in (f"group {group!r}", "FENCED_INSTANCE_ID", "group.instance.id 'etl-q'",
+                     "kafka.group.instance.id"):
+            assert part in text, text
+        assert not q.isActive
+        wait_until(lambda: len(java.assigned) == 2, 30, message="the Java consumer to own both partitions")
+        print(f"query failed {took:.1f}s after the duplicate started: {text.splitlines()[0][:400]}")
+    finally:
+        stop(q)
+        if java is not None:
+            java.close()
+
+
+def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, unique_name, tmp_path):
+    """Issue 15, scenario 2, on Kafka: a cooperative-sticky query reads while records keep
+    arriving; a Java consumer joins with ``group.protocol=consumer`` (the broker converts the
+    group to a KIP-848 consumer group), reads for a while and leaves (the group converts back).
+    Every record is read exactly once by one of them, the query never stops, and the group's
+    commits end at the log end."""
+    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+
+    b = kafka_broker
+    topic, group = unique_name("t"), unique_name("g")
+    b.create_topic(topic, 4)
+    produced = produce(b.bootstrap, topic, 40, 4)
+    name = table_name(unique_name, "conv")
+    q = _query(spark, b, topic, group, name, str(tmp_path / "ck"), assignor="cooperative-sticky")
+    java = None
+    stop_producing = threading.Event()
+    lock = threading.Lock()
+    types_seen: list[str] = []
+
+    def keep_producing() -> None:
+        i = 40
+        while not stop_producing.wait(0.2) and i < 4000:
+            more = produce(b.bootstrap, topic, 8, 4, start=i)
+            with lock:
+                produced.extend(more)
+            i += 8
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    try:
+        wait_until(lambda: q.exception() is None and len(rows(spark, name)) >= 40, 90, interval=0.3, message="the query to read 40 records")
+        producer.start()
+        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
+        t0 = time.monotonic()
+
+        def converted() -> bool:
+            t = group_type(b.bootstrap, group)
+            if t and (not types_seen or types_seen[-1] != t):
+                types_seen.append(t)
+            return t == "CONSUMER" and len(java.assigned) >= 1 and len(java.records) >= 20
+        wait_until(converted, 60, interval=0.2, message="the group converted and the Java consumer reading")
+        t_conv = time.monotonic() - t0
+        time.sleep(2)  # records keep arriving under the converted group
+        t1 = time.monotonic()
+        java.close()
+        assert "closed" in java.kinds(), java.kinds()
+
+        def back() -> bool:
+            t = group_type(b.bootstrap, group)
+            if t and types_seen[-1] != t:
+                types_seen.append(t)
+            return t == "CLASSIC"
+        wait_until(back, 60, interval=0.2, message="the group to convert back to classic")
+        t_back = time.monotonic() - t1
+        time.sleep(1)
+        stop_producing.set()
+        producer.join(30)
+        final = produce(b.bootstrap, topic, 8, 4, start=100_000)
+        produced += final
+        want = {(r.partition, r.offset) for r in produced}
+        theirs = [(p, o) for _, p, o in java.records]
+
+        def everyone() -> set[tuple[int, int]]:
+            return {(r[1], r[2]) for r in rows(spark, name)} | set(theirs)
+        wait_until(lambda: process_all(q) or everyone() >= want, 90, interval=0.5,
+                   message="every record to be read")
+        got = rows(spark, name)
+        ours = [(r[1], r[2]) for r in got]
+        assert everyone() == want, "records read that were not produced"
+        assert not duplicates(got), "the query read a record twice"
+        assert len(set(theirs)) == len(theirs), "the Java consumer read a record twice"
+        assert not set(ours) & set(theirs), f"read by both: {sorted(set(ours) & set(theirs))[:5]}"
+        # after the Java consumer left, the query owns everything: the final records are its
+        assert {(r.partition, r.offset) for r in final} <= set(ours)
+        wait_until(lambda: process_all(q) or committed_offsets(b.bootstrap, group, topic, 4) == ends(produced),
+                   60, interval=0.5, message="the group's commits to reach the log end")
+        assert q.isActive and q.exception() is None
+        assert types_seen[:1] != ["CONSUMER"] and "CONSUMER" in types_seen and types_seen[-1] == "CLASSIC", types_seen
+        print(f"{len(produced)} produced: query {len(ours)}, java {len(theirs)}; converted {t_conv:.1f}s after "
+              f"the Java consumer started, back to classic {t_back:.1f}s after it left; types {types_seen}")
+    finally:
+        stop_producing.set()
+        stop(q)
+        if java is not None:
+            java.close()
