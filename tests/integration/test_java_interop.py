@@ -313,6 +313,11 @@ def run_scenario(kafka_broker: Any, java: JavaConsumers, unique_name: Any, assig
         g1 = settled_generation([a, b], "after the join")
         join_s = time.monotonic() - t_join
         split = (a.owned(), b.owned())
+        timeline = {}
+        if isinstance(b, Java):  # where a Java joiner's time goes: JVM start, then the join
+            first_event = b.j.events()[0]["_mono"]
+            first_assigned = next(e["_mono"] for e in b.j.events("assigned"))
+            timeline = {"jvm_s": round(first_event - t_join, 1), "first_assigned_s": round(first_assigned - t_join, 1)}
         time.sleep(0.5)  # both read a little while the group is stable
         leaver, b = b, None
         t_leave = time.monotonic()
@@ -353,7 +358,7 @@ def run_scenario(kafka_broker: Any, java: JavaConsumers, unique_name: Any, assig
             "read": {stayer.name: sum(stayer.offsets_read().values()),
                      leaver.name: sum(leaver.offsets_read().values())},
             "led": (stayer.led() if isinstance(stayer, Ours) else leaver.led() if isinstance(leaver, Ours) else None),
-            "generations": (g0, g1, g2), "join_s": round(join_s, 1), "leave_s": round(leave_s, 1),
+            "generations": (g0, g1, g2), "join_s": round(join_s, 1), **timeline, "leave_s": round(leave_s, 1),
             "total_s": round(time.monotonic() - t0, 1),
         }
     finally:
