@@ -123,9 +123,13 @@ class JavaConsumer:
     """``java-consumer.sh`` in the group (``--group-protocol consumer``), in its own process
     group, killed at the latest by :meth:`close`; its JSON events are read from a thread."""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str):
+    @staticmethod
+    def require() -> None:
         if not os.path.exists(JAVA_CONSUMER):
-            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER}")
+            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER} (../shared/kafka/java-consumer.sh)")
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str):
+        self.require()
         self.events: list[dict[str, Any]] = []
         self.assigned: set[tuple[str, int]] = set()
         self.records: list[tuple[str, int, int]] = []
@@ -654,6 +658,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
     they read), the shares are disjoint, and the group's commits reach the log end."""
     from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
 
+    JavaConsumer.require()
     b = kafka_broker
     topic, group = unique_name("topic"), unique_name("group")
     b.create_topic(topic, 6)
@@ -725,6 +730,8 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
                    60, interval=0.5, message="the group's commits to reach the log end")
         print(f"read: query {len(ours)}, java {len(theirs_java)}, librdkafka {len(peer.records)} "
               f"of {len(produced)}")
+        code = java.close()  # SIGTERM: the JVM exits 143 after its shutdown hook closed the consumer
+        assert code in (0, 143) and java.closed_cleanly(), f"the Java consumer did not leave cleanly ({code})"
     finally:
         stop_producing.set()
         stop(query)
