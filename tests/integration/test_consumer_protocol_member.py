@@ -13,11 +13,6 @@ assignors, the Java client) run on Kafka only. Tansu does not serve ConsumerGrou
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -29,8 +24,8 @@ from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
 from helpers import committed_offsets, produce_keyed, wait_until
+from javaclient import JavaConsumer, require_java_consumer
 from spark_groupsource.consumer_member import ConsumerProtocolConfig, ConsumerProtocolMembership
-from spark_groupsource.devbroker import _kafka
 
 FETCH, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 1, 8, 68
 HEARTBEAT_MS, SESSION_MS = 300, 6000
@@ -113,72 +108,6 @@ class Peer:
         self._stop.set()
         self._thread.join(10)
         self._c.close()
-
-
-#: The Java reference consumer CLI (kafka-clients 4.0.1; see ../shared/kafka/README.md).
-JAVA_CONSUMER = os.path.join(_kafka.SHARED_KAFKA, "java-consumer.sh")
-
-
-class JavaConsumer:
-    """``java-consumer.sh`` in the group (``--group-protocol consumer``), in its own process
-    group, killed at the latest by :meth:`close`; its JSON events are read from a thread."""
-
-    @staticmethod
-    def require() -> None:
-        if not os.path.exists(JAVA_CONSUMER):
-            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER} (../shared/kafka/java-consumer.sh)")
-
-    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str):
-        self.require()
-        self.events: list[dict[str, Any]] = []
-        self.assigned: set[tuple[str, int]] = set()
-        self.records: list[tuple[str, int, int]] = []
-        self._log = open(log_path, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [JAVA_CONSUMER, "--bootstrap", bootstrap, "--group", group, "--topics", ",".join(topics),
-             "--group-protocol", "consumer", "--print-records", "--duration-s", "0", "--poll-ms", "200", *args],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    @staticmethod
-    def _tp(name: str) -> tuple[str, int]:
-        topic, _, p = name.rpartition("-")
-        return topic, int(p)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            self.events.append(e)
-            kind = e.get("event")
-            if kind == "record":
-                self.records.append((e["topic"], e["partition"], e["offset"]))
-            elif kind == "assigned":
-                self.assigned = {self._tp(n) for n in e["assignment"]}
-            elif kind in ("revoked", "lost"):
-                self.assigned -= {self._tp(n) for n in e["partitions"]}
-
-    def closed_cleanly(self) -> bool:
-        return any(e.get("event") == "closed" for e in self.events)
-
-    def close(self, timeout: float = 30) -> int | None:
-        """SIGTERM (a clean leave with a final commit), SIGKILL of the group after ``timeout``."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self._reader.join(10)
-        self._log.close()
-        return self.proc.returncode
 
 
 def parts(tps: Any) -> set[int]:
@@ -658,7 +587,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
     they read), the shares are disjoint, and the group's commits reach the log end."""
     from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
 
-    JavaConsumer.require()
+    require_java_consumer()
     b = kafka_broker
     topic, group = unique_name("topic"), unique_name("group")
     b.create_topic(topic, 6)
@@ -676,7 +605,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
     try:
         wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 60, 120, interval=0.5,
                    message="the query to read the first 60 records")
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"))
+        java = JavaConsumer(b.bootstrap, group, [topic], group_protocol="consumer", name="java", start=True)
         peer = Peer(b, group, topic, commit=True)
         lock = threading.Lock()
 
@@ -694,7 +623,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
         def split() -> bool:
             process_all(query)
             progress = query.lastProgress or {}
-            return len(java.assigned) == 2 and len(peer.assigned) == 2 and bool(progress)
+            return len(java.owned()) == 2 and len(peer.assigned) == 2 and bool(progress)
 
         wait_until(split, 90, interval=0.5, message="the Java and the librdkafka consumer to get 2 partitions each")
         time.sleep(2)  # a few more records under the settled assignment
@@ -705,20 +634,20 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
         want = {(r.partition, r.offset) for r in produced}
 
         def everyone() -> set[tuple[int, int]]:
-            return ({(r[1], r[2]) for r in rows(spark, name)} | {(p, o) for _, p, o in java.records}
+            return ({(r[1], r[2]) for r in rows(spark, name)} | {(p, o) for _, p, o in java.offsets_read()}
                     | set(peer.records))
 
         wait_until(lambda: process_all(query) or everyone() >= want, 120, interval=0.5,
                    message="every record to be read")
         ours = [(r[1], r[2]) for r in rows(spark, name)]
-        theirs_java = [(p, o) for _, p, o in java.records]
+        theirs_java = [(p, o) for (_, p, o), n in java.offsets_read().items() for _ in range(n)]
         assert everyone() == want, "records read that were not produced"
         assert not duplicates(rows(spark, name)), "the query read a record twice"
         assert len(set(theirs_java)) == len(theirs_java), "the Java consumer read a record twice"
         assert len(set(peer.records)) == len(peer.records), "the librdkafka consumer read a record twice"
         assert not set(ours) & set(theirs_java) and not set(ours) & set(peer.records) \
             and not set(theirs_java) & set(peer.records), "a record read by two members"
-        j_parts, p_parts = {p for _, p in java.assigned}, set(peer.assigned)
+        j_parts, p_parts = {p for _, p in java.owned()}, set(peer.assigned)
         assert not j_parts & p_parts and len(j_parts | p_parts) == 4, (j_parts, p_parts)
         # records produced under the settled split were read by the partition's owner then
         owner = {(r.partition, r.offset): ("java" if r.partition in j_parts else "librdkafka"
@@ -730,8 +659,9 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
                    60, interval=0.5, message="the group's commits to reach the log end")
         print(f"read: query {len(ours)}, java {len(theirs_java)}, librdkafka {len(peer.records)} "
               f"of {len(produced)}")
-        code = java.close()  # SIGTERM: the JVM exits 143 after its shutdown hook closed the consumer
-        assert code in (0, 143) and java.closed_cleanly(), f"the Java consumer did not leave cleanly ({code})"
+        code = java.stop()  # SIGTERM: the JVM exits 143 after its shutdown hook closed the consumer
+        assert code in (0, 143) and java.closed_cleanly(), f"the Java consumer did not leave cleanly: {java.describe()}"
+        assert not java.errors(), java.describe()
     finally:
         stop_producing.set()
         stop(query)
