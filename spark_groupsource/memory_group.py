@@ -74,6 +74,14 @@ class InMemoryMembership:
     def lose(self, partitions: Iterable[TopicPartition]) -> None:
         self.counters.partitions_lost += len(self._book.lose(partitions))
 
+    def drop_out(self) -> None:
+        """The member falls out of the group (session expired, a join failed): every partition
+        is lost and it holds no generation until the next ``assign`` (kafka-python's
+        reset_generation: UNJOINED, which is not REBALANCING)."""
+        self.lose(self._book.owned())
+        self.generation = self.assigned_generation = -1
+        self._joined_ahead = self.rebalancing = False
+
     def fence_next_commit(self) -> None:
         self._fence_next = True
 

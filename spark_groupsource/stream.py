@@ -436,6 +436,10 @@ class _Driver:
             if not owned:
                 if not self.joined:
                     self.waiting_on = "the group has not assigned partitions to this member yet"
+                elif snap.generation < 0 or snap.rebalancing:
+                    # out of the group (session expired, a join failed: no generation, not
+                    # REBALANCING either) or rejoining: owning nothing now is not "caught up"
+                    self.waiting_on = "this member is rejoining the group"
                 return start_json
             # a partition whose leader (or the coordinator) is away sits this batch out
             marks = self.reader.try_watermarks(owned, retries=0)

@@ -269,6 +269,34 @@ def test_stream_trigger_waits_out_a_rebalance_so_process_all_available_holds():
     assert len(naps) == 2
 
 
+def test_stream_trigger_waits_while_the_member_is_out_of_the_group():
+    """A member that joined and then fell out of the group (session expired under load, a join
+    that failed) owns nothing and holds no generation until it rejoins, and is not REBALANCING
+    meanwhile, so an eager member may plan: that is a pause, not "caught up". Spark runs batch 0
+    of a new query even when its first trigger plans nothing, so the query's first batch was
+    empty, and processAllAvailable() or AvailableNow could end having read nothing. A stable
+    member whose assignment is empty is caught up at once."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.assign({T0, T1})
+    d = _driver(group, log)
+    group.drop_out()
+    naps: list[float] = []
+
+    def sleep(s: float) -> None:
+        naps.append(s)
+        if len(naps) == 2:
+            group.assign({T0, T1})
+
+    first = d.plan_stream(None, None, None, sleep=sleep)
+    assert len(naps) == 2 and _ranges(first) == {T0: (0, 5), T1: (0, 3)}
+
+    idle = InMemoryMembership()
+    idle.assign(set())  # more members than partitions: nothing for this one
+    d = _driver(idle, _Log({T0: 5}))
+    assert d.plan_stream(None, None, None, sleep=sleep) is None and d.waiting_on is None
+    assert len(naps) == 2
+
+
 def test_stream_trigger_reports_no_batch_when_the_pause_outlasts_its_bound(monkeypatch):
     """A long rebalance shows as empty triggers (a running stream does not fail on it)."""
     import spark_groupsource.stream as stream_mod
