@@ -26,7 +26,10 @@ from test_stream_support import (
 from helpers import committed_offsets
 
 
-def _recording_sink(broker, group, topic, parts, calls, fail_on=None):
+def _recording_sink(broker, group, topic, parts, calls, fail_after_rows=False):
+    """Records (batch id, group's committed offsets then, rows) per call. ``fail_after_rows``:
+    fail the first batch that follows a batch with rows (Spark runs batch 0 of a new query
+    even when its first trigger plans nothing, so batch 0 may be empty)."""
     lock = threading.Lock()
 
     def sink(df, batch_id):
@@ -34,8 +37,9 @@ def _recording_sink(broker, group, topic, parts, calls, fail_on=None):
         got = [(r.topic, r.partition, r.offset, bytes(r.key), bytes(r.value))
                for r in df.select("topic", "partition", "offset", "key", "value").collect()]
         with lock:
+            had_rows = any(c[2] for c in calls)
             calls.append((batch_id, seen_committed, got))
-        if fail_on is not None and batch_id == fail_on:
+        if fail_after_rows and had_rows:
             raise RuntimeError(f"sink fails on batch {batch_id} (test)")
 
     return sink
@@ -108,31 +112,45 @@ def test_fenced_commit_is_lost_and_records_are_reread(spark, mock_broker, unique
 
 
 def test_restart_replays_the_unfinished_batch_identically(spark, broker, new_topic, unique_name, tmp_path):
+    """A batch planned but not completed is replayed after a restart with the same offsets and
+    rows, and the group holds the end of the last completed batch. The sink fails the batch
+    after the first one with rows: on a fresh start Spark runs batch 0 even when the first
+    trigger planned nothing (no start offset to compare with), e.g. when the member owned no
+    partitions yet, so batch 0 may be empty and the failing batch is then batch 2."""
     topic, group = new_topic(2), unique_name("g")
     ck = str(tmp_path / "ck")
     records = produce(broker.bootstrap, topic, 60, 2)
     first_run: list = []
 
-    def start(calls, fail_on=None):
+    def start(calls, fail_after_rows=False):
         return (
             stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20")
-            .writeStream.foreachBatch(_recording_sink(broker, group, topic, 2, calls, fail_on))
+            .writeStream.foreachBatch(_recording_sink(broker, group, topic, 2, calls, fail_after_rows))
             .option("checkpointLocation", ck)
             .trigger(processingTime="200 milliseconds")
             .start()
         )
 
-    q = start(first_run, fail_on=1)
+    q = start(first_run, fail_after_rows=True)
     try:
-        with pytest.raises(Exception, match="sink fails on batch 1"):
+        with pytest.raises(Exception, match="sink fails on batch"):
             q.awaitTermination(QUERY_TIMEOUT_S)
     finally:
         stop(q)
+    first_run.sort(key=lambda c: c[0])
+    failed_id = first_run[-1][0]
+    completed = first_run[:-1]
+    assert [c[0] for c in first_run] == list(range(failed_id + 1))
+    # only batch 0 may be empty; the batch before the failing one read records
+    assert failed_id in (1, 2) and all(c[2] for c in completed[1:]) and completed[-1][2], (
+        [(c[0], len(c[2])) for c in first_run])
     planned = offset_log(ck)
-    assert 1 in planned and committed_batches(ck) == {0}, "batch 1 was planned, not completed"
-    failed_batch = sorted(r[:3] for r in next(c[2] for c in first_run if c[0] == 1))
-    # batch 0 completed; its commit waited for batch 1's latestOffset, so the group has it
-    assert committed_offsets(broker.bootstrap, group, topic, 2) == _ends_of(first_run[0][2])
+    assert failed_id in planned and committed_batches(ck) == set(range(failed_id)), (
+        f"batch {failed_id} was planned, not completed")
+    failed_batch = sorted(r[:3] for r in first_run[-1][2])
+    assert failed_batch, "the failed batch read records"
+    # the last completed batch's commit waited for the failed batch's latestOffset: the group has it
+    assert committed_offsets(broker.bootstrap, group, topic, 2) == _ends_of(completed[-1][2])
 
     second_run: list = []
     q = start(second_run)
@@ -142,10 +160,10 @@ def test_restart_replays_the_unfinished_batch_identically(spark, broker, new_top
         assert q.exception() is None
     finally:
         stop(q)
-    assert offset_log(ck)[1] == planned[1], "the offset log of the replayed batch changed"
-    replay = next(c for c in second_run if c[0] == 1)
+    assert offset_log(ck)[failed_id] == planned[failed_id], "the offset log of the replayed batch changed"
+    replay = next(c for c in second_run if c[0] == failed_id)
     assert sorted(r[:3] for r in replay[2]) == failed_batch
-    assert min(c[0] for c in second_run) == 1
-    got = first_run[0][2] + [r for c in second_run for r in c[2]]
+    assert min(c[0] for c in second_run) == failed_id
+    got = [r for c in completed for r in c[2]] + [r for c in second_run for r in c[2]]
     assert_all_read(got, records)
     assert not duplicates(got)
