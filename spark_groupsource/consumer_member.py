@@ -295,6 +295,20 @@ class ConsumerProtocolMembership:
             found = None
         if found is not None:
             self._epoch, self._member_id = found
+            if self._epoch > 0 and self._member_id and not self._assigned.is_set():
+                self._joined_empty()
+
+    def _joined_empty(self) -> None:
+        """The broker answered our heartbeat with a member epoch: we are in the group, with the
+        assignment that heartbeat carried, which may be empty (more members than partitions, or
+        ours still being revoked from their owner). librdkafka calls no assignment callback for
+        an empty assignment, so without this a member with nothing to read looked as if it never
+        joined and failed after groupJoinTimeoutMs (as a classic member with an empty
+        SyncGroup assignment counts as joined, so does this one)."""
+        if self._assigned_at is None:
+            self._assigned_at = time.monotonic()
+        self._assigned.set()
+        log.info("group %s: joined with an empty assignment (epoch %d)", self.config.group_id, self._epoch)
 
     def _on_assign(self, consumer: Consumer, partitions: list[CkTP]) -> None:
         try:

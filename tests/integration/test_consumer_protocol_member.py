@@ -347,6 +347,32 @@ def test_commit_meeting_a_moving_coordinator_is_kept_and_sent_again(kip848, uniq
         m.close()
 
 
+def test_a_member_with_nothing_to_read_is_in_the_group_and_does_not_fail(k848, unique_name):
+    """More members than partitions: the broker gives the second member an epoch and an empty
+    assignment, for which librdkafka calls no callback. It is in the group (as a classic member
+    with an empty assignment is) and must not fail at groupJoinTimeoutMs as if it never joined
+    (it did before: "no assignment within 3s"); when the owner leaves, the partition comes to it."""
+    topic, group = unique_name("topic"), unique_name("group")
+    k848.create_topic(topic, 1)
+    a = member(k848, group, topic)
+    a.start()
+    b = member(k848, group, topic, join_timeout_ms=3000)
+    try:
+        wait_until(lambda: len(a.snapshot().owned) == 1, 30, message="the first member owns the partition")
+        b.start()
+        started = time.monotonic()
+        assert b.wait_for_assignment(10), b.describe()
+        assert not b.snapshot().owned and b.snapshot().generation > 0 and b.snapshot().member_id
+        time.sleep(max(0.0, started + 3.5 - time.monotonic()))  # past b's join bound
+        b.raise_if_failed()
+        assert b.status().assigned_at is not None
+        a.close()
+        wait_until(lambda: len(b.snapshot().owned) == 1, 30, message="the partition to move to the idle member")
+    finally:
+        a.close()
+        b.close()
+
+
 def test_topic_pattern_subscription(k848, unique_name):
     prefix = unique_name("pat").replace(".", "-")
     a, b = f"{prefix}-a", f"{prefix}-b"
