@@ -390,3 +390,27 @@ class PolledConsumer:
         self._stop.set()
         self._thread.join(10)
         self.consumer.close()
+
+
+#: Kafka's group coordinator (4.x) logs these for classic-group members it removes.
+_LEFT = "has left group through explicit `LeaveGroup` request"
+_FAILED = "has failed, removing it from the group"
+LEAVE_GROUP_API_KEY = 13
+
+
+def kafka_group_departures(broker: Any, group: str) -> tuple[int, int]:
+    """(members that left ``group`` with a LeaveGroup, members removed because their session
+    expired or they missed the rebalance) from the kafka dev broker's server logs: the broker's
+    own account, where a takeover's timing cannot tell the two apart on a loaded machine."""
+    left = failed = 0
+    for node in broker.info()["nodes"]:
+        try:
+            with open(node["log"], errors="replace") as f:
+                for line in f:
+                    if _LEFT in line and (f"[Group {group}]" in line or f"[GroupId {group}]" in line):
+                        left += 1
+                    elif f"in group {group} " in line and _FAILED in line:
+                        failed += 1
+        except OSError:
+            continue
+    return left, failed

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from test_stream_support import broker_options, produce
 
+import spark_groupsource.stream as stream_mod
 from assignment.model import TopicPartition
 from helpers import committed_offsets, group_member, wait_until
 from spark_groupsource.offsets import StreamOffset
 from spark_groupsource.stream import GroupKafkaStreamReader
 
 PARTS = 4
+
+
+@pytest.fixture(autouse=True)
+def _one_plan_per_trigger(monkeypatch):
+    """These tests look at single triggers inside a rebalance, so a trigger here reports "no
+    batch" at once, as each plan does, instead of waiting the pause out as a running stream's
+    trigger does (that wait has its own tests in tests/unit/test_planner_seam.py)."""
+    monkeypatch.setattr(stream_mod, "PAUSE_WAIT_S", 0.0)
 
 
 def _reader(broker, topic, group, assignor):
