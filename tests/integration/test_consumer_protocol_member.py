@@ -243,7 +243,10 @@ def test_commit_after_the_member_was_fenced_is_refused_and_partitions_are_lost(k
         assert result.lost == frozenset(before.owned), result
         assert "UNKNOWN_MEMBER_ID" in (result.error or "") or "Unknown member" in (result.error or ""), result
         assert m.counters.fenced_commits == 1 and m.counters.partitions_lost == 4
-        assert not m.snapshot().owned, "lost partitions must stop being planned at once"
+        # lost at once: none is planned under its old acquisition any more (dropped, or, on a
+        # loaded machine, already acquired again by the rejoin the refusal started)
+        now = m.snapshot().owned
+        assert all(now.get(tp) != before.owned[tp] for tp in before.owned), "lost partitions must stop being planned at once"
         assert committed_offsets(kip848.bootstrap, group, topic, 4) == {p: None for p in range(4)}
         # back in the group under a new epoch, with new serials
         wait_until(lambda: len(m.snapshot().owned) == 4, 30, message="a rejoin")
