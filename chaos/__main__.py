@@ -57,14 +57,7 @@ def choose_broker(requested: str, protocol: str) -> tuple[str, str | None]:
     """(backend, why) for ``--broker``: ``auto`` is kafka in the consumer mode when its jars are
     present; ``why`` says why auto fell back to the mock (None otherwise). ``kafka`` without
     the jars raises ValueError naming what is missing."""
-    from spark_groupsource.devbroker import DevBrokerError, _kafka
-
-    def missing() -> str | None:
-        try:
-            _kafka.check()
-        except DevBrokerError as exc:
-            return str(exc)
-        return None
+    from spark_groupsource.devbroker import kafka_missing as missing
 
     if requested == "kafka":
         why = missing()

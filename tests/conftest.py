@@ -34,7 +34,13 @@ from typing import Any
 
 import pytest
 
-from spark_groupsource.devbroker import BACKENDS, DevBroker, DevBrokerError, ExternalBroker
+from spark_groupsource.devbroker import (
+    BACKENDS,
+    DevBroker,
+    DevBrokerError,
+    ExternalBroker,
+    kafka_missing,
+)
 
 EXTERNAL_ENV = "GROUPKAFKA_TEST_BOOTSTRAP"
 BACKENDS_ENV = "GROUPKAFKA_TEST_BACKENDS"
@@ -124,17 +130,6 @@ def spark() -> Iterator[Any]:
 # ----------------------------------------------------------------------------------------------
 # Brokers
 # ----------------------------------------------------------------------------------------------
-def _kafka_missing() -> str | None:
-    """Why the kafka backend cannot run here, or None."""
-    from spark_groupsource.devbroker import _kafka
-
-    try:
-        _kafka.check()
-    except DevBrokerError as exc:
-        return str(exc)
-    return None
-
-
 class _BrokerPool:
     """One broker per backend for the whole session, started on first use."""
 
@@ -146,7 +141,7 @@ class _BrokerPool:
         if backend in self._failed:
             pytest.fail(self._failed[backend], pytrace=False)
         if backend == "kafka" and backend not in self._brokers:
-            missing = _kafka_missing()
+            missing = kafka_missing()
             if missing:
                 pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
         b = self._brokers.get(backend)

@@ -30,6 +30,7 @@ from ._client import (
     KafkaControl,
     MockControl,
 )
+from ._kafka import kafka_missing
 from ._server import BACKENDS, parse_topic_spec
 from .errors import DevBrokerError
 
@@ -41,5 +42,6 @@ __all__ = [
     "ExternalBroker",
     "KafkaControl",
     "MockControl",
+    "kafka_missing",
     "parse_topic_spec",
 ]

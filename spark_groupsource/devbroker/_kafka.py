@@ -129,6 +129,15 @@ def check() -> str:
     return f"kafka: OK Apache Kafka {dist.version} at {dist.home}"
 
 
+def kafka_missing() -> str | None:
+    """Why the kafka backend cannot run on this machine (no jars, no java), or None."""
+    try:
+        check()
+    except DevBrokerError as exc:
+        return str(exc)
+    return None
+
+
 def _cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, base64url (what ``kafka-storage random-uuid`` makes);
     never starting with '-', which the storage tool would read as an option."""

@@ -173,12 +173,11 @@ def test_command_check():
 
 
 def _kafka_or_skip() -> None:
-    from spark_groupsource.devbroker import DevBrokerError, _kafka
+    from spark_groupsource.devbroker import kafka_missing
 
-    try:
-        _kafka.check()
-    except DevBrokerError as exc:
-        pytest.skip(f"no Apache Kafka for the kafka backend: {exc}")
+    missing = kafka_missing()
+    if missing:
+        pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
 
 
 def _jvms_of(pid: int) -> list[int]:
