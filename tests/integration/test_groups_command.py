@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from test_stream_support import produce
 
 from helpers import consumer_conf, group_member, wait_until
+from javaclient import JavaConsumer
 
 
 def _members(out: str) -> list[dict[str, str]]:
@@ -75,8 +76,6 @@ def test_groups_command_members_table_our_member_and_a_java_consumer(kafka_broke
     """Apache Kafka answers DescribeGroups with every member: our driver's member (kafka-python,
     static here) and a Java consumer (kafka-clients 4.0.1) in one classic group, each with its
     client id, host, instance id and assignment; the partition rows name their owner."""
-    from test_kafka_coordinator import JavaConsumer
-
     b = kafka_broker
     topic, group = unique_name("t"), unique_name("g")
     b.create_topic(topic, 4)
@@ -86,18 +85,18 @@ def test_groups_command_members_table_our_member_and_a_java_consumer(kafka_broke
     java = None
     try:
         assert ours.wait_for_assignment(60), ours.describe()
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"),
-                            "--client-id", "java-peer", "--assignment-strategy", "range")
+        java = JavaConsumer(b.bootstrap, group, [topic], client_id="java-peer", assignment_strategy="range",
+                            start=True)
 
         def split():
             s = ours.snapshot()
-            return len(s.owned) == 2 and not s.rebalancing and len(java.assigned) == 2
+            return len(s.owned) == 2 and not s.rebalancing and len(java.owned()) == 2
         wait_until(split, 60, interval=0.1, message="a 2+2 split between our member and the Java consumer")
         r = subprocess.run([sys.executable, "-m", "spark_groupsource.groups", "--bootstrap", b.bootstrap,
                             "--group", group, "--timeout", "5"],
                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
         mine = sorted(tp.partition for tp in ours.snapshot().owned)
-        theirs = sorted(p for _, p in java.assigned)
+        theirs = sorted(p for _, p in java.owned())
     finally:
         if java is not None:
             java.close()

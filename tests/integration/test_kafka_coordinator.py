@@ -8,91 +8,22 @@
   group converts it to a consumer group and back when it leaves; with ``redundant`` (user data
   in the assignments) the broker refuses the joiner and our group carries on.
 
-The Java reference consumer is ``../shared/kafka/java-consumer.sh`` (JSON lines), run in its own
-process group and killed at the end of each test.
+The Java reference consumer is ``../shared/kafka/java-consumer.sh`` (JSON lines) through
+:class:`javaclient.JavaConsumer`: its own process group, stopped at the end of each test.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import signal
-import subprocess
 import threading
 import time
 from typing import Any
 
-import pytest
-
 from assignment.model import TopicPartition
 from helpers import committed_offsets, group_member, wait_until
-from spark_groupsource.devbroker import _kafka
+from javaclient import JavaConsumer
 from spark_groupsource.errors import FencedError
-
-JAVA_CONSUMER = os.path.join(_kafka.SHARED_KAFKA, "java-consumer.sh")
-
-
-class JavaConsumer:
-    """``java-consumer.sh`` in a group (classic by default), its JSON events read from a thread;
-    own process group, SIGTERM then SIGKILL in :meth:`close` (always called by the tests)."""
-
-    def __init__(self, bootstrap: str, group: str, topics: list[str], log_path: str, *args: str,
-                 protocol: str = "classic"):
-        if not os.path.exists(JAVA_CONSUMER):
-            pytest.skip(f"no Java consumer CLI at {JAVA_CONSUMER} (the Java reference client of ../shared/kafka)")
-        self.events: list[dict[str, Any]] = []
-        self.assigned: set[tuple[str, int]] = set()
-        self.records: list[tuple[str, int, int]] = []
-        self._log = open(log_path, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [JAVA_CONSUMER, "--bootstrap", bootstrap, "--group", group, "--topics", ",".join(topics),
-             "--group-protocol", protocol, "--print-records", "--duration-s", "0", "--poll-ms", "200", *args],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    @staticmethod
-    def _tp(name: str) -> tuple[str, int]:
-        topic, _, p = name.rpartition("-")
-        return topic, int(p)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            kind = e.get("event")
-            if kind == "record":
-                self.records.append((e["topic"], e["partition"], e["offset"]))
-            elif kind == "assigned":
-                self.assigned = {self._tp(n) for n in e["assignment"]}
-            elif kind in ("revoked", "lost"):
-                self.assigned -= {self._tp(n) for n in e["partitions"]}
-            self.events.append(e)
-
-    def kinds(self) -> list[str]:
-        return [e.get("event", "?") for e in self.events]
-
-    def errors(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("event") == "error"]
-
-    def close(self, timeout: float = 30) -> int | None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self._reader.join(10)
-        self._log.close()
-        return self.proc.returncode
 
 
 def group_type(bootstrap: str, group: str) -> str | None:
@@ -235,7 +166,7 @@ def test_revoke_barrier_held_past_the_rebalance_timeout(kafka_broker, unique_nam
 # ------------------------------------------------------------------------------------------
 # group conversion classic <-> consumer (KIP-848)
 # ------------------------------------------------------------------------------------------
-def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, unique_name, tmp_path, caplog):
+def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, unique_name, caplog):
     """Our classic cooperative-sticky member leads a group; a Java consumer joins with
     ``group.protocol=consumer``: the broker converts the group to a consumer group (its
     server-side assignor now decides, no leader in JoinGroup answers: counted and logged once),
@@ -257,7 +188,7 @@ def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, uniqu
     def watch() -> None:  # a partition held by both for more than a sampling interval or two
         seen: dict[Any, int] = {}
         while not stop.wait(0.02):
-            both = {(tp.topic, tp.partition) for tp in ours._book.owned()} & (java.assigned if java else set())
+            both = {(tp.topic, tp.partition) for tp in ours._book.owned()} & (java.owned() if java else frozenset())
             seen = {k: seen.get(k, 0) + 1 for k in both}
             if any(n >= 5 for n in seen.values()):  # 100 ms
                 overlaps.append((time.monotonic(), set(both)))
@@ -269,14 +200,15 @@ def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, uniqu
         assert wait_until(lambda: group_type(b.bootstrap, group), 20, message="describe") == "CLASSIC"
         watcher.start()
         t0 = time.monotonic()
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
+        java = JavaConsumer(b.bootstrap, group, [topic], group_protocol="consumer", start=True)
 
         def converted_split():
             s = ours.snapshot()
             mine = {(tp.topic, tp.partition) for tp in s.owned}
-            if s.rebalancing or not mine or not java.assigned or mine & java.assigned:
+            theirs = java.owned()
+            if s.rebalancing or not mine or not theirs or mine & theirs:
                 return None
-            return (mine, set(java.assigned)) if len(mine | java.assigned) == 4 else None
+            return (mine, set(theirs)) if len(mine | theirs) == 4 else None
 
         mine, theirs = wait_until(converted_split, 60, interval=0.05,
                                   message="a disjoint split between our member and the Java consumer")
@@ -291,8 +223,8 @@ def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, uniqu
         assert result.committed == set(ours.snapshot().owned) and not result.lost, result
         led_before = len(ours.join_stats().led)
         t1 = time.monotonic()
-        java.close()
-        assert "closed" in java.kinds(), java.kinds()  # a clean leave (exit status 143: SIGTERM)
+        java.stop()
+        assert java.closed_cleanly(), java.describe()  # a clean leave (exit status 143: SIGTERM)
 
         def back():
             s = ours.snapshot()
@@ -315,7 +247,7 @@ def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, uniqu
         ours.close()
 
 
-def test_redundant_group_refuses_the_kip848_joiner_and_carries_on(kafka_broker, unique_name, tmp_path):
+def test_redundant_group_refuses_the_kip848_joiner_and_carries_on(kafka_broker, unique_name):
     """``redundant`` puts user data in its assignments; Kafka does not convert such a group
     (KAFKA-18134): the new-protocol joiner is refused with GROUP_ID_NOT_FOUND, while our two
     members keep their generation, both replicas of every partition and their primaries."""
@@ -338,12 +270,12 @@ def test_redundant_group_refuses_the_kip848_joiner_and_carries_on(kafka_broker, 
             return (sa, sc) if ok else None
 
         sa, sc = wait_until(both, 60, message="two replicas of every partition")
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
-        err = wait_until(lambda: java.errors() or (java.proc.poll() is not None and ["exited"]), 60,
+        java = JavaConsumer(b.bootstrap, group, [topic], group_protocol="consumer", start=True)
+        err = wait_until(lambda: java.events("error") or (not java.running and ["exited"]), 60,
                          interval=0.1, message="the Java consumer to be refused")
         text = json.dumps(err)
         assert "GroupIdNotFound" in text or "GROUP_ID_NOT_FOUND" in text or "does not exist" in text, text
-        assert not java.assigned and not java.records
+        assert not java.owned() and not java.offsets_read()
         time.sleep(2)  # one more heartbeat round of our members
         sa2, sc2 = a.snapshot(), c.snapshot()
         assert (sa2.generation, sa2.committable, set(sa2.owned)) == (sa.generation, sa.committable, set(sa.owned))
@@ -393,8 +325,8 @@ def test_query_fenced_by_a_duplicate_instance_id_fails_clearly(spark, kafka_brok
         wait_until(lambda: len(rows(spark, name)) >= 20 or q.exception(), 90, interval=0.3,
                    message=f"the query to read 20 records ({q.status}, {q.lastProgress})")
         assert q.exception() is None, q.exception()
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"),
-                            "--group-instance-id", "etl-q", "--session-timeout-ms", "6000")
+        java = JavaConsumer(b.bootstrap, group, [topic], group_instance_id="etl-q", session_timeout_ms=6000,
+                            start=True)
         t0 = time.monotonic()
         wait_until(lambda: q.exception() is not None, 60, interval=0.2, message="the query to fail")
         took = time.monotonic() - t0
@@ -403,7 +335,7 @@ def test_query_fenced_by_a_duplicate_instance_id_fails_clearly(spark, kafka_brok
                      "kafka.group.instance.id"):
             assert part in text, text
         assert not q.isActive
-        wait_until(lambda: len(java.assigned) == 2, 30, message="the Java consumer to own both partitions")
+        wait_until(lambda: len(java.owned()) == 2, 30, message="the Java consumer to own both partitions")
         print(f"query failed {took:.1f}s after the duplicate started: {text.splitlines()[0][:400]}")
     finally:
         stop(q)
@@ -442,20 +374,20 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
     try:
         wait_until(lambda: q.exception() is None and len(rows(spark, name)) >= 40, 90, interval=0.3, message="the query to read 40 records")
         producer.start()
-        java = JavaConsumer(b.bootstrap, group, [topic], str(tmp_path / "java.log"), protocol="consumer")
+        java = JavaConsumer(b.bootstrap, group, [topic], group_protocol="consumer", start=True)
         t0 = time.monotonic()
 
         def converted() -> bool:
             t = group_type(b.bootstrap, group)
             if t and (not types_seen or types_seen[-1] != t):
                 types_seen.append(t)
-            return t == "CONSUMER" and len(java.assigned) >= 1 and len(java.records) >= 20
+            return t == "CONSUMER" and len(java.owned()) >= 1 and java.record_count() >= 20
         wait_until(converted, 60, interval=0.2, message="the group converted and the Java consumer reading")
         t_conv = time.monotonic() - t0
         time.sleep(2)  # records keep arriving under the converted group
         t1 = time.monotonic()
-        java.close()
-        assert "closed" in java.kinds(), java.kinds()
+        java.stop()
+        assert java.closed_cleanly(), java.describe()
 
         def back() -> bool:
             t = group_type(b.bootstrap, group)
@@ -470,7 +402,7 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
         final = produce(b.bootstrap, topic, 8, 4, start=100_000)
         produced += final
         want = {(r.partition, r.offset) for r in produced}
-        theirs = [(p, o) for _, p, o in java.records]
+        theirs = [(p, o) for _, p, o in java.offsets_read().elements()]
 
         def everyone() -> set[tuple[int, int]]:
             return {(r[1], r[2]) for r in rows(spark, name)} | set(theirs)
