@@ -68,6 +68,12 @@ REMOTE_ASSIGNORS = ("uniform", "range")
 #: makes librdkafka report the loss. If librdkafka still holds the partitions this long after,
 #: the refused offsets are sent again (see ``_recheck_refused``).
 RECHECK_REFUSED_S = 1.0
+#: After the broker gave us an epoch but no partitions, the snapshot reports a rebalance for
+#: this long: librdkafka updates the epoch on the heartbeat answer but calls the assignment
+#: callback only after resolving the topic ids (and a joiner's partitions arrive once their
+#: owner revoked them, within the owner's next heartbeat: 5 s by default), so "nothing owned"
+#: right after joining must not read as "caught up" (AvailableNow would end with zero rows).
+EMPTY_ASSIGNMENT_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,7 @@ class ConsumerProtocolMembership:
         self._epoch, self._member_id = -1, ""
         self._started = time.monotonic()
         self._assigned_at: float | None = None
+        self._empty_since: float | None = None  # joined with no partitions (see _joined_empty)
         # partition -> offset of a commit refused as fenced, while librdkafka still holds it
         # (the member's thread only)
         self._refused: dict[TopicPartition, int] = {}
@@ -307,6 +314,7 @@ class ConsumerProtocolMembership:
         SyncGroup assignment counts as joined, so does this one)."""
         if self._assigned_at is None:
             self._assigned_at = time.monotonic()
+        self._empty_since = time.monotonic()
         self._assigned.set()
         log.info("group %s: joined with an empty assignment (epoch %d)", self.config.group_id, self._epoch)
 
@@ -559,8 +567,11 @@ class ConsumerProtocolMembership:
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()
         owned, revoking = self._book.owned(), self._book.revoking()
+        # joined with nothing: an assignment may still be on its way (EMPTY_ASSIGNMENT_GRACE_S)
+        since = self._empty_since
+        arriving = not owned and since is not None and time.monotonic() - since < EMPTY_ASSIGNMENT_GRACE_S
         return Snapshot(generation=self._epoch, member_id=self._member_id, protocol="consumer",
-                        owned=owned, committable=frozenset(owned), rebalancing=bool(revoking),
+                        owned=owned, committable=frozenset(owned), rebalancing=bool(revoking) or arriving,
                         revoking=revoking)
 
     def wait_for_assignment(self, timeout_s: float) -> bool:
