@@ -23,7 +23,8 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[1])
 
 
-def _cmdline(pid: int) -> str:
+def cmdline(pid: int) -> str:
+    """The process's command line, arguments joined by spaces ("" once it is gone)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read().replace(b"\0", b" ").decode(errors="replace")
@@ -122,9 +123,9 @@ class Member:
         """Executor Python workers: the processes forked by the daemon of ``pyspark.worker``
         (not the planner's daemons, not the streaming source runner where the group member lives)."""
         pids = descendants(self.pid)
-        daemons = [p for p in pids if _cmdline(p).split()[-1:] == ["pyspark.worker"]
-                   and "pyspark.daemon" in _cmdline(p)
-                   and "pyspark.daemon" not in _cmdline((_stat(p) or ("", 0))[1])]
+        daemons = [p for p in pids if cmdline(p).split()[-1:] == ["pyspark.worker"]
+                   and "pyspark.daemon" in cmdline(p)
+                   and "pyspark.daemon" not in cmdline((_stat(p) or ("", 0))[1])]
         return [w for d in daemons for w in descendants(d)]
 
 

@@ -397,6 +397,8 @@ class _Driver:
 
     def plan_through_pauses(self, start_json: str | None, max_rows: int | None, min_rows: int | None,
                             *, bound_s: float, fail: bool, sleep=time.sleep) -> str | None:
+        """plan() again every 0.2 s while it has no batch for a reason that passes by itself
+        (``waiting_on``), up to ``bound_s``; then report no batch, or raise when ``fail``."""
         deadline = time.monotonic() + bound_s
         logged = None
         while True:

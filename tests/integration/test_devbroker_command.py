@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from chaos.procs import cmdline
 from helpers import children_of, consume_all, pid_alive, produce_keyed
 
 pytestmark = pytest.mark.integration
@@ -182,15 +183,7 @@ def _kafka_or_skip() -> None:
 
 def _jvms_of(pid: int) -> list[int]:
     """The Kafka JVMs under ``pid`` (each node runs in its own process group)."""
-    return [k for k in children_of(pid) if "kafka.Kafka" in _cmdline(k)]
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    return [k for k in children_of(pid) if "kafka.Kafka" in cmdline(k)]
 
 
 def test_command_kafka_serves_and_stops_cleanly(command):
@@ -202,7 +195,7 @@ def test_command_kafka_serves_and_stops_cleanly(command):
     bootstrap = line.split("=", 1)[1]
     jvms = _jvms_of(proc.pid)
     assert len(jvms) == 1
-    workdir = next(a.split("=", 1)[1] for a in _cmdline(jvms[0]).split() if a.startswith("-Dkafka.logs.dir="))
+    workdir = next(a.split("=", 1)[1] for a in cmdline(jvms[0]).split() if a.startswith("-Dkafka.logs.dir="))
     produced = produce_keyed(bootstrap, "cmd-k", 8, partitions=4)
     assert len(consume_all(bootstrap, "cmd-k", expected=8)) == len(produced) == 8
     proc.terminate()
