@@ -363,7 +363,15 @@ class GroupMembership:
         self._book.begin_revoke(revoked)
         deadline = time.monotonic() + self.drain_timeout_s
         flusher: threading.Thread | None = None
+        joined = self._client.state()
         while not self._closed.is_set():
+            if self._removed_since(joined):
+                # heartbeats go on while we wait; an UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION
+                # answer means the coordinator has already given these partitions to another
+                # member: stop planning them now, not when the wait ends
+                self._lost(revoked, "removed from the group while the revocation waited for the in-flight "
+                                    "batch (UNKNOWN_MEMBER_ID/ILLEGAL_GENERATION); its late commit is skipped")
+                return
             busy, unsent = self._book.drain_state(revoked)
             if not busy:
                 if not unsent:
@@ -394,6 +402,14 @@ class GroupMembership:
         self._book.finish_revoke(revoked)
         self.counters.rebalances += 1
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
+
+    def _removed_since(self, joined: kafka_group.GroupState) -> bool:
+        """The heartbeat thread reset our generation (the coordinator no longer knows the
+        member or its generation) after ``joined`` was taken."""
+        if joined.generation < 0 or self._client is None:
+            return False
+        now = self._client.state()
+        return now.generation < 0 or now.member_id != joined.member_id
 
     def _assigned(self, added: set[TopicPartition]) -> None:
         self._book.acquire(added)

@@ -165,6 +165,65 @@ def test_revoke_barrier_held_past_the_rebalance_timeout(kafka_broker, unique_nam
             other.close()
 
 
+def test_member_removed_while_its_revocation_waits_loses_the_partitions_at_once(kafka_broker, unique_name, caplog):
+    """Should the drain outlast the rebalance timeout anyway (a bound misjudged, a driver paused
+    for seconds), Kafka removes the member and gives its partitions to the other member. The
+    heartbeats that go on during the wait then get UNKNOWN_MEMBER_ID: the partitions must be
+    dropped from planning at that moment (counted as lost), not when the drain would have ended,
+    or two members would read them. The member rejoins under a new member id; the late batch's
+    commit is skipped; the other member resumes from the last commit."""
+    b = kafka_broker
+    topic, group = unique_name("rmv"), unique_name("g")
+    b.create_topic(topic, 2)
+    rebalance_ms = 6000
+    client = {"max_poll_interval_ms": rebalance_ms}
+    caplog.set_level(logging.WARNING, logger="spark_groupsource.membership")
+    a = group_member(b, group, topic, client=client)
+    a.drain_timeout_s = 60.0  # past the rebalance timeout: the bound is what is being bypassed
+    a.start()
+    other = None
+    try:
+        assert a.wait_for_assignment(60), a.describe()
+        wait_until(lambda: len(_parts(a)) == 2, 30, message="a to own both partitions")
+        serials = dict(a.snapshot().owned)
+        member_id = a.snapshot().member_id
+        assert a.commit({tp: 1 for tp in serials}).committed == set(serials)
+        assert a.batch_planned(serials)  # the batch that never completes
+        other = group_member(b, group, topic, client=client)
+        t0 = time.monotonic()
+        other.start()
+        # the coordinator removes a at the rebalance timeout; a drops both partitions when its
+        # next heartbeat is answered UNKNOWN_MEMBER_ID, long before its 60 s drain would end
+        wait_until(lambda: a.counters.partitions_lost == 2, 45, interval=0.05,
+                   message="a's partitions marked lost once the coordinator removed it")
+        dropped = time.monotonic() - t0
+        assert not a.snapshot().owned and a.counters.drain_timeouts == 0
+        assert dropped < a.drain_timeout_s / 2, dropped
+        assert any("removed from the group while the revocation waited" in r.getMessage() for r in caplog.records)
+        # the batch completes late: nothing of it is committed
+        late = a.commit({tp: 5 for tp in serials}, serials)
+        a.batch_completed()
+        assert not late.committed, late
+        # a rejoins as a new member; the group settles 1+1, disjoint, from the last commit
+
+        def split():
+            sa, so = a.snapshot(), other.snapshot()
+            if sa.rebalancing or so.rebalancing or len(sa.owned) != 1 or len(so.owned) != 1:
+                return None
+            return sa, so
+
+        sa, so = wait_until(split, 60, interval=0.05, message="a 1+1 split after a rejoined")
+        assert set(sa.owned).isdisjoint(so.owned) and sa.member_id != member_id, (sa, so)
+        offs = committed_offsets(b.bootstrap, group, topic, 2)
+        assert offs == {0: 1, 1: 1}, offs
+        print(f"partitions dropped {dropped:.1f}s after the other member joined "
+              f"(rebalance timeout {rebalance_ms / 1000:.0f}s); generations {a.join_stats().synced}")
+    finally:
+        a.close()
+        if other is not None:
+            other.close()
+
+
 # ------------------------------------------------------------------------------------------
 # group conversion classic <-> consumer (KIP-848)
 # ------------------------------------------------------------------------------------------
