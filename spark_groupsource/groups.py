@@ -61,6 +61,9 @@ class GroupReport:
     protocol: str | None = None
     members: tuple[Member, ...] | None = None
     describe_error: str | None = None
+    #: CLASSIC, or CONSUMER once a KIP-848 member has converted the group: then the broker's
+    #: own assignor decides and a classic member's configured assignor no longer runs
+    group_type: str | None = None
 
     @property
     def total_lag(self) -> int:
@@ -84,7 +87,8 @@ def format_report(report: GroupReport) -> str:
         lines.append(f"Members: not available: the broker did not answer DescribeGroups "
                      f"({report.describe_error}).")
     else:
-        lines.append(f"Members, as the broker reports them: {len(report.members)} (state {report.state or '?'}, "
+        kind = f"type {report.group_type}, " if report.group_type else ""
+        lines.append(f"Members, as the broker reports them: {len(report.members)} ({kind}state {report.state or '?'}, "
                      f"protocol {report.protocol or '?'})")
         if report.members:
             rows = [("CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
@@ -151,12 +155,16 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     if topics:
         committed = {k: v for k, v in committed.items() if k[0] in topics}
 
-    state = protocol = describe_error = None
+    state = protocol = describe_error = group_type = None
     members: tuple[Member, ...] | None = None
     try:
         d = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(timeout=timeout_s + 1)
         state = getattr(d.state, "name", str(d.state))
         protocol = d.partition_assignor or None
+        kind = getattr(d, "type", None)
+        group_type = getattr(kind, "name", None) if kind is not None else None
+        if group_type == "UNKNOWN":
+            group_type = None  # a broker without the group type in its answer
         members = tuple(
             Member(m.member_id, m.client_id, m.host, m.group_instance_id,
                    tuple(sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or ()))))
@@ -181,7 +189,7 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
                 pass  # shown as "-": the broker did not say
     rows = tuple(PartitionRow(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
                  for t, p in sorted(keys))
-    return GroupReport(group, rows, state, protocol, members, describe_error)
+    return GroupReport(group, rows, state, protocol, members, describe_error, group_type)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -414,3 +414,17 @@ def kafka_group_departures(broker: Any, group: str) -> tuple[int, int]:
         except OSError:
             continue
     return left, failed
+
+
+def kafka_rebalance_reasons(broker: Any, group: str) -> list[str]:
+    """Why Kafka's coordinator rebalanced ``group``: its "Preparing to rebalance" lines (with the
+    reason the broker gives), in order, from the kafka dev broker's server logs."""
+    reasons = []
+    for node in broker.info()["nodes"]:
+        try:
+            with open(node["log"], errors="replace") as f:
+                reasons += [line.strip() for line in f
+                            if "Preparing to rebalance group" in line and f"group {group} " in line]
+        except OSError:
+            continue
+    return reasons

@@ -627,7 +627,16 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
     (uniform) assignor splits 6 partitions 2/2/2. Every record is read exactly once by one
     member (the query hands partitions over after its batch committed, the others commit what
     they read), the shares are disjoint, and the group's commits reach the log end."""
-    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+    from test_stream_support import (
+        BackgroundProducer,
+        duplicates,
+        ends,
+        process_all,
+        produce,
+        rows,
+        stop,
+        table_name,
+    )
 
     require_java_consumer()
     b = kafka_broker
@@ -643,24 +652,13 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
              .queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
              .trigger(processingTime="200 milliseconds").start())
     java = peer = None
-    stop_producing = threading.Event()
+    producer = BackgroundProducer(b.bootstrap, topic, 6, produced, start=60, per_round=6, every_s=0.3, limit=600)
     try:
         wait_until(lambda: process_all(query) or len(rows(spark, name)) >= 60, 120, interval=0.5,
                    message="the query to read the first 60 records")
         java = JavaConsumer(b.bootstrap, group, [topic], group_protocol="consumer", name="java", start=True)
         peer = Peer(b, group, topic, commit=True)
-        lock = threading.Lock()
-
-        def keep_producing() -> None:  # records arrive while the partitions move
-            i = 60
-            while not stop_producing.wait(0.3) and i < 600:
-                more = produce(b.bootstrap, topic, 6, 6, start=i)
-                with lock:
-                    produced.extend(more)
-                i += 6
-
-        producer = threading.Thread(target=keep_producing, daemon=True)
-        producer.start()
+        producer.start()  # records arrive while the partitions move
 
         def split() -> bool:
             process_all(query)
@@ -669,8 +667,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
 
         wait_until(split, 90, interval=0.5, message="the Java and the librdkafka consumer to get 2 partitions each")
         time.sleep(2)  # a few more records under the settled assignment
-        stop_producing.set()
-        producer.join(30)
+        producer.stop()
         final = produce(b.bootstrap, topic, 12, 6, start=10_000)
         produced += final
         want = {(r.partition, r.offset) for r in produced}
@@ -705,7 +702,7 @@ def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker
         assert code in (0, 143) and java.closed_cleanly(), f"the Java consumer did not leave cleanly: {java.describe()}"
         assert not java.errors(), java.describe()
     finally:
-        stop_producing.set()
+        producer.stop()
         stop(query)
         if java is not None:
             java.close()

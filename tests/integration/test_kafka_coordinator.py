@@ -18,25 +18,23 @@ import json
 import logging
 import threading
 import time
+import warnings
 from typing import Any
 
 from assignment.model import TopicPartition
-from helpers import committed_offsets, group_member, wait_until
+from helpers import committed_offsets, group_member, kafka_rebalance_reasons, wait_until
 from javaclient import JavaConsumer
-from spark_groupsource.errors import FencedError
+from spark_groupsource.errors import BrokerError, FencedError
+from spark_groupsource.groups import describe_group
 
 
 def group_type(bootstrap: str, group: str) -> str | None:
-    """The group's type as DescribeGroups/ConsumerGroupDescribe reports it (CLASSIC/CONSUMER)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    """The group's type (CLASSIC/CONSUMER) as the groups command reports it; None while the
+    broker does not answer (e.g. NOT_COORDINATOR while the offsets partition loads: ask again)."""
     try:
-        d = admin.describe_consumer_groups([group], request_timeout=5)[group].result(timeout=10)
-    except KafkaException:
-        return None  # e.g. NOT_COORDINATOR while the offsets partition loads: ask again
-    return getattr(d.type, "name", str(d.type))
+        return describe_group(bootstrap, group, timeout_s=5).group_type
+    except BrokerError:
+        return None
 
 
 def _parts(m) -> set[TopicPartition]:
@@ -159,6 +157,10 @@ def test_revoke_barrier_held_past_the_rebalance_timeout(kafka_broker, unique_nam
                    and "kafka.max.poll.interval.ms" in r.getMessage() for r in caplog.records)
         print(f"drain bound {a.drain_timeout_s:.1f}s of a {rebalance_ms / 1000:.0f}s rebalance timeout; "
               f"split after {took:.1f}s; generations {a.join_stats().synced}")
+        if a.join_stats().synced != [1, 2]:
+            # the open finding: say, in the run's warnings summary, why the broker rebalanced again
+            warnings.warn("extra generation after the drain gave up: " + a.describe() + "\n"
+                          + "\n".join(kafka_rebalance_reasons(b, group)), stacklevel=1)
     finally:
         a.close()
         if other is not None:
@@ -410,7 +412,16 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
     group to a KIP-848 consumer group), reads for a while and leaves (the group converts back).
     Every record is read exactly once by one of them, the query never stops, and the group's
     commits end at the log end."""
-    from test_stream_support import duplicates, ends, process_all, produce, rows, stop, table_name
+    from test_stream_support import (
+        BackgroundProducer,
+        duplicates,
+        ends,
+        process_all,
+        produce,
+        rows,
+        stop,
+        table_name,
+    )
 
     b = kafka_broker
     topic, group = unique_name("t"), unique_name("g")
@@ -419,19 +430,8 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
     name = table_name(unique_name, "conv")
     q = _query(spark, b, topic, group, name, str(tmp_path / "ck"), assignor="cooperative-sticky")
     java = None
-    stop_producing = threading.Event()
-    lock = threading.Lock()
     types_seen: list[str] = []
-
-    def keep_producing() -> None:
-        i = 40
-        while not stop_producing.wait(0.2) and i < 4000:
-            more = produce(b.bootstrap, topic, 8, 4, start=i)
-            with lock:
-                produced.extend(more)
-            i += 8
-
-    producer = threading.Thread(target=keep_producing, daemon=True)
+    producer = BackgroundProducer(b.bootstrap, topic, 4, produced, start=40, per_round=8, every_s=0.2, limit=4000)
     try:
         wait_until(lambda: q.exception() is None and len(rows(spark, name)) >= 40, 90, interval=0.3, message="the query to read 40 records")
         producer.start()
@@ -458,8 +458,7 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
         wait_until(back, 60, interval=0.2, message="the group to convert back to classic")
         t_back = time.monotonic() - t1
         time.sleep(1)
-        stop_producing.set()
-        producer.join(30)
+        producer.stop()
         final = produce(b.bootstrap, topic, 8, 4, start=100_000)
         produced += final
         want = {(r.partition, r.offset) for r in produced}
@@ -484,7 +483,7 @@ def test_query_through_a_conversion_to_kip848_and_back(spark, kafka_broker, uniq
         print(f"{len(produced)} produced: query {len(ours)}, java {len(theirs)}; converted {t_conv:.1f}s after "
               f"the Java consumer started, back to classic {t_back:.1f}s after it left; types {types_seen}")
     finally:
-        stop_producing.set()
+        producer.stop()
         stop(q)
         if java is not None:
             java.close()

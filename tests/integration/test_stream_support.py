@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -42,6 +43,38 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int, *, start: int =
     first = produce_keyed(bootstrap, topic, n - partitions, partitions=partitions, start=start, **kw)
     last = produce_keyed(bootstrap, topic, partitions, partitions=partitions, start=start + n - partitions, **kw)
     return first + last
+
+
+class BackgroundProducer:
+    """Records arriving while partitions move: ``per_round`` records round-robin over
+    ``partitions`` every ``every_s`` from a thread, numbered on from ``start``, until stopped or
+    ``limit`` is reached. Every record written is appended to ``produced`` (the caller's list)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, produced: list[Record], *,
+                 start: int, per_round: int, every_s: float, limit: int):
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.produced, self.next, self.per_round, self.every_s, self.limit = produced, start, per_round, every_s, limit
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"produce-{topic}")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s) and self.next < self.limit:
+            more = produce(self.bootstrap, self.topic, self.per_round, self.partitions, start=self.next)
+            with self.lock:
+                self.produced.extend(more)
+            self.next += self.per_round
+
+    def start(self) -> BackgroundProducer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop and wait for the round in flight (bounded), so ``produced`` is final."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(30)
+        assert not self._thread.is_alive(), "the background producer did not stop within 30 s"
 
 
 def table_name(unique_name: Any, prefix: str = "out") -> str:

@@ -26,6 +26,15 @@ def test_format_report_with_members() -> None:
     assert lines[-1].split() == ["m-1", "inst-a", "/10.0.0.1", "spark-driver", "2", "orders(0,1)"]
 
 
+def test_format_report_names_a_converted_group() -> None:
+    """A KIP-848 member converted the group: the broker's assignor decides, and the report says so."""
+    m = Member("m-1", "spark-driver", "/10.0.0.1", None, (("orders", 0),))
+    report = GroupReport("etl", (PartitionRow("orders", 0, 5, 9, m),), "STABLE", "uniform", (m,),
+                         group_type="CONSUMER")
+    assert "Members, as the broker reports them: 1 (type CONSUMER, state STABLE, protocol uniform)" \
+        in format_report(report)
+
+
 def test_format_report_without_describe() -> None:
     text = format_report(GroupReport("g", (), describe_error="Local: Required feature not supported by broker"))
     assert "Group 'g' has no committed offsets." in text and "TOTAL-LAG 0" in text
