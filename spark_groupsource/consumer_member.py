@@ -43,6 +43,7 @@ from spark_groupsource.group_seam import (
     Snapshot,
     raise_failure,
 )
+from spark_groupsource.handover_watch import HandoverWatch
 
 log = logging.getLogger("spark_groupsource.consumer_member")
 
@@ -73,6 +74,8 @@ RECHECK_REFUSED_S = 1.0
 #: callback only after resolving the topic ids (and a joiner's partitions arrive once their
 #: owner revoked them, within the owner's next heartbeat: 5 s by default), so "nothing owned"
 #: right after joining must not read as "caught up" (AvailableNow would end with zero rows).
+#: Past it, the broker's target assignment decides (see handover_watch): a handover held up
+#: by another member's long batch keeps reporting a rebalance until it completes.
 EMPTY_ASSIGNMENT_GRACE_S = 10.0
 
 
@@ -171,6 +174,7 @@ class ConsumerProtocolMembership:
         self._started = time.monotonic()
         self._assigned_at: float | None = None
         self._empty_since: float | None = None  # joined with no partitions (see _joined_empty)
+        self._handover = HandoverWatch(config.client_config, config.group_id)
         # partition -> offset of a commit refused as fenced, while librdkafka still holds it
         # (the member's thread only)
         self._refused: dict[TopicPartition, int] = {}
@@ -567,9 +571,12 @@ class ConsumerProtocolMembership:
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()
         owned, revoking = self._book.owned(), self._book.revoking()
-        # joined with nothing: an assignment may still be on its way (EMPTY_ASSIGNMENT_GRACE_S)
-        since = self._empty_since
-        arriving = not owned and since is not None and time.monotonic() - since < EMPTY_ASSIGNMENT_GRACE_S
+        # joined with nothing: an assignment may still be on its way (EMPTY_ASSIGNMENT_GRACE_S),
+        # or be held up by its owner's revocation (the broker's target assignment says so)
+        since, arriving = self._empty_since, False
+        if not owned and since is not None:
+            pending = self._handover.pending(self._member_id)
+            arriving = time.monotonic() - since < EMPTY_ASSIGNMENT_GRACE_S or bool(pending)
         return Snapshot(generation=self._epoch, member_id=self._member_id, protocol="consumer",
                         owned=owned, committable=frozenset(owned), rebalancing=bool(revoking) or arriving,
                         revoking=revoking)

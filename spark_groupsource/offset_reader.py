@@ -45,6 +45,12 @@ _CONSUMER_ONLY = frozenset(
 )
 
 
+def admin_config(config: Mapping[str, object]) -> dict[str, object]:
+    """The connection part of a librdkafka consumer config (servers, security, client id), for
+    an AdminClient, which warns about consumer-only properties."""
+    return {k: v for k, v in config.items() if k not in _CONSUMER_ONLY}
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How driver-side offset queries ride out a broker or coordinator that is away.
@@ -107,8 +113,7 @@ class OffsetReader:
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
-            conf = {k: v for k, v in self._config.items() if k not in _CONSUMER_ONLY}
-            self._admin = AdminClient(conf)
+            self._admin = AdminClient(admin_config(self._config))
         return self._admin
 
     def close(self) -> None:

@@ -389,6 +389,44 @@ def test_a_member_with_nothing_to_read_is_in_the_group_and_does_not_fail(k848, u
         b.close()
 
 
+def test_a_handover_held_up_past_the_grace_still_reads_as_a_rebalance(kafka_broker, unique_name):
+    """The broker's target assignment gives the joiner a partition at once, but hands it over
+    only after its owner's in-flight batch completed (here: held for 40 s). Past the 10 s grace
+    the joiner, still holding nothing, must go on reporting a rebalance (ConsumerGroupDescribe:
+    its target names a partition it does not hold), or AvailableNow/processAllAvailable would
+    read "nothing owned" as caught up and end early. Once the batch completes, the partition
+    arrives and the rebalance is over."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kafka_broker.create_topic(topic, 2)
+    conf = {"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3}
+    a = ConsumerProtocolMembership(ConsumerProtocolConfig(group_id=group, topics=(topic,), client_config=conf,
+                                                          rebalance_timeout_ms=60_000), drain_timeout_s=40)
+    b = member(kafka_broker, group, topic)
+    a.start()
+    try:
+        wait_until(lambda: len(a.snapshot().owned) == 2, 30, message="the first member owns both partitions")
+        assert a.batch_planned(a.snapshot().owned)  # a batch that does not complete (yet)
+        b.start()
+        assert b.wait_for_assignment(20), b.describe()
+        joined = time.monotonic()
+        wait_until(lambda: a.snapshot().revoking, 20, message="the first member to be asked to give one up")
+        # from past the grace until well before a's drain would give up: rebalancing, nothing owned
+        time.sleep(max(0.0, joined + EMPTY_ASSIGNMENT_GRACE_S + 2 - time.monotonic()))
+        samples = []
+        while time.monotonic() < joined + EMPTY_ASSIGNMENT_GRACE_S + 6:
+            snap = b.snapshot()
+            samples.append((snap.rebalancing, bool(snap.owned)))
+            time.sleep(0.2)
+        assert samples and all(s == (True, False) for s in samples), samples
+        assert a.counters.drain_timeouts == 0
+        a.batch_completed()
+        wait_until(lambda: len(b.snapshot().owned) == 1 and not b.snapshot().rebalancing, 30,
+                   message="the partition to arrive once the batch completed")
+    finally:
+        b.close()
+        a.close()
+
+
 def test_topic_pattern_subscription(k848, unique_name):
     prefix = unique_name("pat").replace(".", "-")
     a, b = f"{prefix}-a", f"{prefix}-b"
