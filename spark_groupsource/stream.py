@@ -368,8 +368,11 @@ class _Driver:
 
     # -- Trigger.AvailableNow ------------------------------------------------------------------
     def snapshot_available_now(self) -> None:
-        """The ends an AvailableNow run reads up to; a partition assigned later, or whose
-        leader is away now, gets its end when first planned."""
+        """The ends an AvailableNow run reads up to, taken as it starts: once the member holds
+        its assignment (waited for up to groupJoinTimeoutMs, as the first plan would), the ends
+        of what it owns. A partition assigned later, or whose leader is away now, gets its end
+        the first time its end is read."""
+        self.membership.wait_for_assignment(self.opts.group_join_timeout_ms / 1000.0)
         marks = self.reader.try_watermarks(self.membership.snapshot().owned)
         self.caps = {tp: hi for tp, (_, hi) in marks.found.items()}
         log.info("group %s: AvailableNow reads up to %s", self.opts.group_id,
@@ -462,9 +465,12 @@ class _Driver:
             if self.caps is not None:
                 # a partition not owned at the snapshot (the join had not delivered the
                 # assignment yet, or a rebalance moved it here) is read up to its end when
-                # first seen; capping it at its position would read nothing and end the run
-                for tp in positions:
-                    self.caps.setdefault(tp, latest[tp])
+                # first seen; capping it at its position would read nothing and end the run.
+                # Every end read now counts, also of a partition that sits this batch out
+                # (its committed offset unanswered): records written during the next batch
+                # were not there when the run began
+                for tp, (_, high) in marks.found.items():
+                    self.caps.setdefault(tp, high)
                 caps = {tp: self.caps[tp] for tp in positions}
             ranges = plan_ranges(positions, latest, max_rows, caps)
             if not has_new_data(ranges):
