@@ -29,7 +29,7 @@ import time
 
 from chaos.report import table
 from chaos.run import BACKENDS, PROTOCOLS, Row, Run
-from chaos.scenarios import SCENARIOS, for_protocol, why_not
+from chaos.scenarios import NOT_ON_MOCK, SCENARIOS, for_protocol, why_not
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -44,8 +44,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help="the dev broker: kafka (Apache Kafka; the scenarios without mock fault injection), "
                    "mock (every scenario), auto (default: kafka for --protocol consumer when its jars are "
                    "present, else mock)")
-    p.add_argument("--kafka-brokers", type=int, default=1, choices=(1, 3),
-                   help="nodes of the Kafka cluster with --broker kafka (default 1)")
+    p.add_argument("--kafka-brokers", type=int, default=None, choices=(1, 3),
+                   help="nodes of the Kafka cluster with --broker kafka (default 3 for --protocol classic: "
+                   "the real-cluster faults need them; 1 for --protocol consumer)")
     p.add_argument("--workdir", help="where sinks, checkpoints and logs go (default: a new temp dir)")
     p.add_argument("--json", dest="json_path", help="results file (default: <workdir>/results.json)")
     p.add_argument("--quiet-timeout", type=float, default=120.0,
@@ -80,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    nodes_n = args.kafka_brokers or (1 if protocol == "consumer" else 3)
     where = f"--protocol {protocol} --broker {backend}"
-    specs = for_protocol(protocol, backend)
+    specs = for_protocol(protocol, backend, nodes_n)
     skipped = [s for s in SCENARIOS if s not in specs]
     if args.list:
         print(f"group protocol {protocol}, broker {backend}:")
@@ -90,14 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         if skipped:
             print(f"\nnot run with {where}:")
             for s in skipped:
-                print(f"{s.name:22}       {why_not(s.name, protocol, backend)}")
+                print(f"{s.name:22}       {why_not(s.name, protocol, backend, nodes_n)}")
         return 0
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         known = {s.name for s in specs}
         unknown = [n for n in names if n not in known]
         if unknown:
-            why = [f"{n}: {why_not(n, protocol, backend)}" for n in unknown if why_not(n, protocol, backend)]
+            why = [f"{n}: {why_not(n, protocol, backend, nodes_n)}" for n in unknown if why_not(n, protocol, backend, nodes_n)]
             print(f"unknown scenario(s) {unknown} for {where}; see --list"
                   + "".join(f"\n  {w}" for w in why), file=sys.stderr)
             return 2
@@ -109,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.json_path or os.path.join(workdir, "results.json")
     if fallback:
         print(f"chaos: {fallback}", flush=True)
-    nodes = f" ({args.kafka_brokers} node{'s' if args.kafka_brokers > 1 else ''})" if backend == "kafka" else ""
+    nodes = f" ({nodes_n} node{'s' if nodes_n > 1 else ''})" if backend == "kafka" else ""
     print(f"chaos: {len(specs)} scenarios, group protocol {protocol}, broker {backend}{nodes}, "
           f"work directory {workdir}", flush=True)
-    not_run = {s.name: why_not(s.name, protocol, backend) for s in skipped
-               if protocol in s.protocols}  # those of this protocol left out on this broker
+    not_run = {s.name: why_not(s.name, protocol, backend, nodes_n) for s in skipped
+               if protocol in s.protocols and why_not(s.name, protocol, backend, nodes_n) != NOT_ON_MOCK}  # those of this protocol left out on this broker
     for name, why in not_run.items():
         print(f"chaos: skipped on {backend}: {name}: {why}", flush=True)
     rows: list[Row] = []
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in specs:
         print(f"chaos: {spec.name}: {spec.about}", flush=True)
         run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
-                  brokers=args.kafka_brokers if backend == "kafka" else None)
+                  brokers=nodes_n if backend == "kafka" else None)
         error = None
         try:
             spec.run(run)

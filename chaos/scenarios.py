@@ -19,6 +19,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+from chaos import kafka_faults as kf
 from chaos.run import BACKENDS, PROTOCOLS, SESSION_S, Outcome, Run, Scenario
 
 OFFSET_COMMIT = 8
@@ -40,6 +41,7 @@ class Spec:
     quick: tuple[str, ...] = ()  # the protocols whose short version (--quick) runs it
     protocols: tuple[str, ...] = PROTOCOLS
     backends: tuple[str, ...] = BACKENDS  # the dev brokers it runs on
+    kafka_nodes: int = 1  # Kafka nodes it needs (a cluster fault needs the other nodes to fail over to)
 
 
 def eager_churn(r: Run, **options: str) -> None:
@@ -285,7 +287,7 @@ def retention_skip(r: Run) -> None:
 
 
 CLASSIC, CONSUMER = ("classic",), ("consumer",)
-MOCK = ("mock",)
+MOCK, KAFKA = ("mock",), ("kafka",)
 SCENARIOS = [
     Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)", protocols=CLASSIC),
     Spec("cooperative_churn", cooperative_churn,
@@ -312,6 +314,20 @@ SCENARIOS = [
     Spec("retention_fail", retention_fail, "retention deletes unread records, failOnDataLoss=true: must fail"),
     Spec("retention_skip", retention_skip,
          "retention deletes unread records, failOnDataLoss=false: only those missing, reported", quick=CONSUMER),
+    Spec("broker_crash", kf.broker_crash, "kill -9 of the broker leading most partitions, restarted after 20 s",
+         partitions=6, backends=KAFKA, kafka_nodes=3, quick=CLASSIC),
+    Spec("coordinator_crash", kf.coordinator_crash,
+         "kill -9 of the group coordinator's broker (two members), restarted after 20 s",
+         partitions=6, backends=KAFKA, kafka_nodes=3),
+    Spec("rolling_restart", kf.rolling_restart, "each broker in turn stopped cleanly and restarted",
+         partitions=6, backends=KAFKA, kafka_nodes=3),
+    Spec("broker_frozen", kf.broker_frozen, "SIGSTOP of the busiest leader past its controller session, SIGCONT",
+         partitions=6, backends=KAFKA, kafka_nodes=3),
+    Spec("cluster_down", kf.cluster_down, "every broker kill -9 for 20 s (bounds 45 s): the query survives",
+         partitions=6, backends=KAFKA, kafka_nodes=3),
+    Spec("cluster_down_long", kf.cluster_down_long,
+         "every broker kill -9 past the query's 15 s outage bounds: must fail clearly",
+         partitions=6, backends=KAFKA, kafka_nodes=3),
 ]
 
 #: Why the classic-only scenarios do not apply to a KIP-848 member (``--protocol consumer``).
@@ -332,19 +348,29 @@ NOT_IN_CLASSIC = {
 #: Why the mock-only scenarios do not run with ``--broker kafka``.
 NOT_ON_KAFKA = {
     "broker_outage": "needs the mock's fault injection: a chosen partition leader and coordinator on "
-    "broker 2 of 3, then that broker down and up (a multi-node Kafka run with node stops is future work)",
+    "broker 2 of 3, then that broker down and up (on Kafka: broker_crash and coordinator_crash)",
     "coordinator_moved": "needs the mock's fault injection: Kafka places the coordinator by the group's "
     "__consumer_offsets partition; it cannot be moved by hand",
     "commit_errors": "needs the mock's fault injection: OffsetCommit answers with chosen error codes",
 }
 
 
-def for_protocol(protocol: str, backend: str = "mock") -> list[Spec]:
-    return [s for s in SCENARIOS if protocol in s.protocols and backend in s.backends]
+#: Why the real-cluster scenarios do not run on the mock.
+NOT_ON_MOCK = "a real cluster's fault (JVMs killed, frozen, restarted; controller fail-over): --broker kafka"
 
 
-def why_not(name: str, protocol: str, backend: str = "mock") -> str | None:
+def for_protocol(protocol: str, backend: str = "mock", kafka_nodes: int = 1) -> list[Spec]:
+    return [s for s in SCENARIOS if protocol in s.protocols and backend in s.backends
+            and (backend != "kafka" or s.kafka_nodes <= kafka_nodes)]
+
+
+def why_not(name: str, protocol: str, backend: str = "mock", kafka_nodes: int = 1) -> str | None:
     why = (NOT_IN_CONSUMER if protocol == "consumer" else NOT_IN_CLASSIC).get(name)
+    spec = next((s for s in SCENARIOS if s.name == name), None)
     if why is None and backend == "kafka":
         why = NOT_ON_KAFKA.get(name)
+        if why is None and spec is not None and spec.kafka_nodes > kafka_nodes:
+            why = f"needs a {spec.kafka_nodes}-node Kafka cluster (--kafka-brokers {spec.kafka_nodes})"
+    if why is None and backend == "mock" and spec is not None and "mock" not in spec.backends:
+        why = NOT_ON_MOCK
     return why

@@ -178,17 +178,25 @@ class OffsetReader:
         except KafkaException as exc:
             return {}, {tp: _reason(exc) for tp in partitions}
         found, missing = {}, {}
+        stale = False
         for ck, fut in futures.items():
             tp = TopicPartition(ck.topic, ck.partition)
             try:
                 offset = fut.result(timeout=timeout + 5).offset
             except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
                 missing[tp] = _reason(exc)
+                stale = stale or _code(exc) in _STALE_LEADER
                 continue
             if offset is None or offset < 0:
                 missing[tp] = f"no answer within {self.policy.request_timeout_ms} ms (leader unavailable)"
             else:
                 found[tp] = offset
+        if stale:
+            # librdkafka's admin client keeps asking the old leader, or with the old leader
+            # epoch, after a broker restart (measured on Kafka: FENCED_LEADER_EPOCH for the
+            # whole 120 s outage bound after a kill -9; Java's KAFKA-9535): a new client reads
+            # fresh metadata
+            self._admin = None
         return found, missing
 
     def _ask_watermarks(self, partitions: list[TopicPartition]) -> tuple[dict, dict]:
@@ -423,6 +431,20 @@ class _RecordProbe:
                 lo = (rec[0] + 1) if rec is not None else high
         rec = self.first_at(tp, lo, high)
         return rec[0] if rec is not None else None
+
+
+#: ListOffsets answers after which the client's metadata (leader, leader epoch) is stale
+_STALE_LEADER = frozenset({
+    KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.KAFKA_STORAGE_ERROR,
+    KafkaError.OFFSET_NOT_AVAILABLE,
+})
+
+
+def _code(exc: BaseException) -> int | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0].code()
+    return None
 
 
 def _reason(exc: BaseException | None) -> str:

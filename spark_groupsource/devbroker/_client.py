@@ -449,6 +449,11 @@ class KafkaControl:
         """Start a stopped or killed node again; returns once it serves Metadata."""
         self._broker.call("kafka_start_node", timeout=timeout + 30, node_id=int(node_id))
 
+    def start_nodes(self, node_ids: list[int], timeout: float = 90.0) -> None:
+        """Start several nodes at once (after the whole cluster went down: one node alone has no
+        controller quorum); returns once all of them serve Metadata."""
+        self._broker.call("kafka_start_nodes", timeout=timeout + 30, node_ids=[int(n) for n in node_ids])
+
 
 class ExternalBroker:
     """An already running cluster, with the same interface as :class:`DevBroker`."""

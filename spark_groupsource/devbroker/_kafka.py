@@ -305,6 +305,13 @@ class KafkaCluster:
         if wait:
             self.wait_ready(timeout, nodes=[node])
 
+    def start_nodes(self, node_ids: list[int], timeout: float = 90.0) -> None:
+        """Start several nodes at once, then wait for all of them: after the whole cluster went
+        down, one node alone cannot serve (its controller quorum needs a majority)."""
+        for node_id in node_ids:
+            self.start_node(node_id, wait=False)
+        self.wait_ready(timeout, nodes=[self.node(n) for n in node_ids])
+
     def wait_ready(self, timeout: float, nodes: list[KafkaNode] | None = None) -> None:
         """Until each node answers Metadata listing every running node (the cluster is formed)."""
         from confluent_kafka.admin import AdminClient

@@ -654,6 +654,7 @@ def _kafka_signal(cluster: Any, node_id: int, sig: str) -> None:
 _KAFKA_OPS: dict[str, Callable[..., Any]] = {
     "kafka_stop_node": lambda c, node_id, timeout=60.0: c.stop_node(int(node_id), float(timeout)),
     "kafka_start_node": lambda c, node_id, timeout=90.0: c.start_node(int(node_id), True, float(timeout)),
+    "kafka_start_nodes": lambda c, node_ids, timeout=90.0: c.start_nodes([int(n) for n in node_ids], float(timeout)),
     "kafka_signal_node": _kafka_signal,
 }
 
