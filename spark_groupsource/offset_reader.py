@@ -189,13 +189,14 @@ class OffsetReader:
                 continue
             if offset is None or offset < 0:
                 missing[tp] = f"no answer within {self.policy.request_timeout_ms} ms (leader unavailable)"
+                stale = True  # measured: asked of the dead leader again and again, never re-routed
             else:
                 found[tp] = offset
         if stale:
             # librdkafka's admin client keeps asking the old leader, or with the old leader
-            # epoch, after a broker restart (measured on Kafka: FENCED_LEADER_EPOCH for the
-            # whole 120 s outage bound after a kill -9; Java's KAFKA-9535): a new client reads
-            # fresh metadata
+            # epoch, after a broker crash (measured on a 3-node Kafka: FENCED_LEADER_EPOCH, or
+            # no answer, for the whole 120 s outage bound after a kill -9, while the new leader
+            # served; Java had the same, KAFKA-9535): a new client reads fresh metadata
             self._admin = None
         return found, missing
 
