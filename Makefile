@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: setup test test-unit test-integration lint bench demo chaos chaos-consumer clean
+.PHONY: setup test test-unit test-integration lint bench demo chaos chaos-consumer chaos-kafka clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ chaos:
 # CHAOS_ARGS="--broker mock" runs them all on the mock.
 chaos-consumer:
 	$(PY) -m chaos --protocol consumer $(CHAOS_ARGS)
+
+# The scenarios on a 3-node Apache Kafka cluster (RF 3, min.insync.replicas 2): the real
+# cluster's faults (broker crash, coordinator crash, rolling restart, frozen broker, the whole
+# cluster down) and every scenario that needs no mock fault injection. See README, "Chaos suite".
+chaos-kafka:
+	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -18,9 +18,11 @@ from chaos.run import Outcome, Run
 #: A broker is fenced by the controller when it misses heartbeats this long (KRaft's
 #: broker.session.timeout.ms default); a freeze must outlast it to be a real failure.
 BROKER_SESSION_S = 9.0
-#: Outage bound of the queries in the cluster-down scenarios (brokerOutageTimeoutMs and
-#: groupJoinTimeoutMs): the short outage stays well inside it, the long one well past it.
-OUTAGE_BOUND_MS = 45_000
+#: Outage bound of the query in cluster_down (brokerOutageTimeoutMs and groupJoinTimeoutMs):
+#: the cluster is down 20 s, but a restarted KRaft cluster serves again only after its
+#: controllers elect a leader and the coordinator reloads the group (23 s more measured on a
+#: loaded machine; the first run, with 45 s, failed there as designed).
+OUTAGE_BOUND_MS = 90_000
 
 
 def _admin(r: Run):
@@ -46,18 +48,18 @@ def busiest_leader(r: Run, timeout: float = 30.0) -> int:
     raise RuntimeError(f"no leader of {r.topic} found within {timeout:.0f}s: {last}")
 
 
-def coordinator(r: Run, timeout: float = 30.0) -> int:
+def coordinator(r: Run, timeout: float = 60.0) -> int:
     """The node hosting the group's coordinator (FindCoordinator, through DescribeGroups)."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
         try:
-            d = _admin(r).describe_consumer_groups([r.group], request_timeout=5)[r.group].result(timeout=10)
+            d = _admin(r).describe_consumer_groups([r.group], request_timeout=10)[r.group].result(timeout=15)
             if d.coordinator is not None and d.coordinator.id >= 0:
                 return d.coordinator.id
             last = "no coordinator in the answer"
         except Exception as exc:  # noqa: BLE001 - asked again until the deadline
-            last = str(exc)
+            last = repr(exc)
         time.sleep(0.5)
     raise RuntimeError(f"no coordinator of {r.group} found within {timeout:.0f}s: {last}")
 
@@ -147,8 +149,8 @@ def _cluster_down(r: Run, down_s: float) -> None:
 
 
 def cluster_down(r: Run) -> None:
-    """Every broker killed for 20 s, well under the queries' outage bounds: the query survives
-    and catches up."""
+    """Every broker killed for 20 s, well under the query's outage bounds (counted until the
+    restarted cluster serves the group again): the query survives and catches up."""
     opts = {"brokerOutageTimeoutMs": str(OUTAGE_BOUND_MS), "groupJoinTimeoutMs": str(OUTAGE_BOUND_MS)}
     r.produce()
     a = r.start("a", **opts)

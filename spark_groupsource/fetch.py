@@ -117,6 +117,7 @@ def fetch_range(
     fail_on_data_loss: bool,
     max_records_per_batch: int,
     poll_timeout_ms: int,
+    outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of one range as batches of at most ``max_records_per_batch`` rows."""
@@ -127,6 +128,7 @@ def fetch_range(
         fail_on_data_loss=fail_on_data_loss,
         max_records_per_batch=max_records_per_batch,
         poll_timeout_ms=poll_timeout_ms,
+        outage_timeout_ms=outage_timeout_ms,
         stats=stats,
     )
 
@@ -139,9 +141,12 @@ def read_partition(
     fail_on_data_loss: bool,
     max_records_per_batch: int,
     poll_timeout_ms: int,
+    outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
+    ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
+    no broker answers for its partition before the task fails (sooner than ``poll_timeout_ms``).
 
     ``config`` is :func:`spark_groupsource.options.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -163,6 +168,7 @@ def read_partition(
                 fail_on_data_loss=fail_on_data_loss,
                 max_records_per_batch=max_records_per_batch,
                 poll_timeout_s=poll_timeout_ms / 1000.0,
+                outage_timeout_s=None if outage_timeout_ms is None else outage_timeout_ms / 1000.0,
                 stats=stats,
             )
             yield from reader.run()
@@ -254,6 +260,7 @@ class _RangeReader:
         max_records_per_batch: int,
         poll_timeout_s: float,
         stats: FetchStats,
+        outage_timeout_s: float | None = None,
     ):
         self.consumer = consumer
         self.rng = rng
@@ -261,6 +268,7 @@ class _RangeReader:
         self.fail_on_data_loss = fail_on_data_loss
         self.max_batch = max_records_per_batch
         self.poll_timeout_s = poll_timeout_s
+        self.outage_timeout_s = outage_timeout_s
         self.stats = stats
         self.schema = arrow_schema(include_headers)
         self.next = rng.start  # next offset this range still needs
@@ -307,7 +315,7 @@ class _RangeReader:
                 self._on_timeout()
             elif now - last_check >= _STUCK_CHECK_S:
                 last_check = now
-                self._on_quiet()
+                self._on_quiet(now - last_progress)
         if pending:
             yield self._flush(pending)
         self.stats.records += self.records
@@ -425,10 +433,18 @@ class _RangeReader:
         else:
             self._reassign(self.next)  # in range again (e.g. after a leader change)
 
-    def _on_quiet(self) -> None:
-        """Nothing arrived for a while: is there anything left to read?"""
+    def _on_quiet(self, stalled_s: float = 0.0) -> None:
+        """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         wm = self._watermarks()
         if wm is None:
+            if self.outage_timeout_s is not None and stalled_s >= self.outage_timeout_s:
+                # the driver gives the same bound to offsets it cannot read; without it a task
+                # waited pollTimeoutMs per attempt while the whole cluster was down (measured:
+                # the query did not fail for minutes after its member had given up)
+                raise BrokerError(
+                    f"no record of {self.rng} at offset {self.next} for {stalled_s:.0f}s and no broker "
+                    f"answers for the partition: brokerOutageTimeoutMs={int(self.outage_timeout_s * 1000)} "
+                    f"ran out. Check that the brokers are up and reachable, or raise brokerOutageTimeoutMs")
             return
         if self.next < wm[0]:
             self._on_out_of_range(wm)
