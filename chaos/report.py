@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from chaos.run import Row
 
-HEADER = ("scenario", "produced", "read", "lost", "deleted", "dup total", "dup max", "offset regressions",
+HEADER = ("scenario", "produced", "read", "lost", "deleted", "dup total", "dup max", "handovers", "dup per handover",
+          "offset regressions",
           "query failures", "reached end", "s", "result")
 
 
@@ -17,7 +18,9 @@ def _end(v: bool | None) -> str:
 def table(rows: Sequence[Row]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     for r in rows:
-        cells = (r.scenario, r.produced, r.read, r.lost, r.deleted, r.dup_total, r.dup_max, r.regressions,
+        per = f"{r.dup_total / r.handovers:.1f}" if r.handovers else "-"
+        cells = (r.scenario, r.produced, r.read, r.lost, r.deleted, r.dup_total, r.dup_max, r.handovers, per,
+                 r.regressions,
                  r.failures, _end(r.reached_end), f"{r.elapsed_s:.0f}", "ok" if r.ok else "**FAIL**")
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     notes = [f"- {r.scenario}: " + "; ".join(r.reasons + r.notes) for r in rows if r.reasons or r.notes]

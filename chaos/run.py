@@ -80,6 +80,7 @@ class Row:
     deleted: int = 0
     dup_total: int = 0
     dup_max: int = 0
+    handovers: int = 0
     regressions: int = 0
     failures: int = 0
     reached_end: bool | None = None
@@ -313,7 +314,7 @@ class Run:
                   counted_below={p: final.get(p) for p in range(self.partitions)} if self.outcome.expect_failure
                   else None, per_member=self.per_member)
         row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted
-        row.dup_total, row.dup_max = t.dup_total, t.dup_max
+        row.dup_total, row.dup_max, row.handovers = t.dup_total, t.dup_max, t.handovers
         row.regressions = len(self.sampler.regressions)
         if t.lost:
             reasons.append(f"{t.lost} records lost, e.g. (seq, partition, offset) {t.lost_examples[:5]}")

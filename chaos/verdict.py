@@ -21,6 +21,7 @@ class Tally:
     dup_max: int  # the most times one record was read (by one member with `redundant`)
     wrong: int  # a read whose (partition, offset) is not where the record was acknowledged
     dup_breaches: list[str] = field(default_factory=list)
+    handovers: int = 0  # partition handovers, summed over partitions (see handover_count)
     lost_examples: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, partition, offset)
     deleted_records: list[tuple[int, int]] = field(default_factory=list)  # (partition, offset)
 
@@ -66,8 +67,36 @@ def tally(
         produced=len(produced), read=len(seen & produced.keys()), lost=len(lost), deleted=len(deleted),
         dup_total=dup_total, dup_max=dup_max, wrong=wrong,
         dup_breaches=_promise_breaches(produced, batches, reads, acquisitions, per_member),
+        handovers=handover_count(batches, acquisitions, per_member),
         lost_examples=lost[:10], deleted_records=sorted(deleted),
     )
+
+
+def _owners(batches: Sequence[Batch], slot_of) -> dict[tuple[str, int], list[str]]:
+    """(slot, partition) -> the owners (member incarnation or plain consumer) of consecutive
+    batches reading it, each change of owner once."""
+    owners: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for b in batches:
+        slot = slot_of(b)
+        for p in sorted({p for p, _o, _s in b.rows}):
+            if not owners[(slot, p)] or owners[(slot, p)][-1] != b.owner:
+                owners[(slot, p)].append(b.owner)
+    return owners
+
+
+def _handovers(key: tuple[str, int], owners: Mapping, acquisitions: Mapping[str, Counter], per_member: bool) -> int:
+    slot, p = key
+    acq = sum(c.get(p, 0) for m, c in acquisitions.items() if not per_member or m == slot)
+    return max(acq - 1, len(owners.get(key, ())) - 1, 0)
+
+
+def handover_count(batches: Sequence[Batch], acquisitions: Mapping[str, Counter], per_member: bool = False) -> int:
+    """Partition handovers in the run, summed over partitions (the denominator of the
+    duplicates-per-handover figure the README reports)."""
+    owners = _owners(batches, (lambda b: b.member) if per_member else (lambda b: "group"))
+    keys = set(owners) | ({(m, p) for m, c in acquisitions.items() for p in c} if per_member
+                         else {("group", p) for c in acquisitions.values() for p in c})
+    return sum(_handovers(k, owners, acquisitions, per_member) for k in keys)
 
 
 def unreported(deleted: list[tuple[int, int]], reported: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
@@ -83,13 +112,10 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
     after the first (from the members' logs), or, if more, the changes of owner (member
     incarnation or plain consumer) between consecutive batches reading it."""
     slot_of = (lambda b: b.member) if per_member else (lambda b: "group")
-    owners: dict[tuple[str, int], list[str]] = defaultdict(list)
+    owners = _owners(batches, slot_of)
     first_batch: dict[tuple[str, int], int] = {}  # (slot, seq) -> index of the batch that read it first
     for i, b in enumerate(batches):
         slot = slot_of(b)
-        for p in sorted({p for p, _o, _s in b.rows}):
-            if not owners[(slot, p)] or owners[(slot, p)][-1] != b.owner:
-                owners[(slot, p)].append(b.owner)
         for _p, _o, s in b.rows:
             first_batch.setdefault((slot, s), i)
     reread_batches: dict[tuple[str, int], set[int]] = defaultdict(set)
@@ -105,8 +131,7 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
     out = []
     for key in sorted(excess):
         slot, p = key
-        acq = sum(c.get(p, 0) for m, c in acquisitions.items() if not per_member or m == slot)
-        handovers = max(acq - 1, len(owners[key]) - 1, 0)
+        handovers = _handovers(key, owners, acquisitions, per_member)
         if len(reread_batches[key]) > handovers or most[key] > 1 + handovers:
             who = f"member {slot}, " if per_member else ""
             out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) of "

@@ -63,3 +63,15 @@ def test_redundant_replicas_are_not_duplicates():
 def test_a_read_at_the_wrong_place_is_counted():
     t = tally({0: (0, 0)}, [Batch("a-1", 0, 1.0, ((0, 5, 0),))], acquisitions={})
     assert t.wrong == 1
+
+
+def test_handovers_are_counted_per_partition_for_the_duplicates_per_handover_figure():
+    # p0: a, then b, then a again (2 handovers); p1: a only, acquired once (0)
+    batches = [Batch("a-1", 0, 1.0, _rows(0, 1)), Batch("b-1", 0, 2.0, _rows(2)), Batch("a-1", 1, 3.0, _rows(4, 3))]
+    t = tally({s: PRODUCED[s] for s in range(5)}, batches,
+              acquisitions={"a": Counter({0: 2, 1: 1}), "b": Counter({0: 1})})
+    assert t.handovers == 2 and t.dup_total == 0
+    # acquisitions beyond the owner changes count too (a member that got p1 back twice)
+    t = tally({s: PRODUCED[s] for s in range(5)}, batches,
+              acquisitions={"a": Counter({0: 2, 1: 3}), "b": Counter({0: 1})})
+    assert t.handovers == 4
