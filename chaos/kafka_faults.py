@@ -48,16 +48,31 @@ def busiest_leader(r: Run, timeout: float = 30.0) -> int:
     raise RuntimeError(f"no leader of {r.topic} found within {timeout:.0f}s: {last}")
 
 
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units), as Kafka uses it to place a group."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
 def coordinator(r: Run, timeout: float = 60.0) -> int:
-    """The node hosting the group's coordinator (FindCoordinator, through DescribeGroups)."""
+    """The node hosting the group's coordinator: the leader of the group's ``__consumer_offsets``
+    partition (Kafka's own placement: abs(hashCode(group)) % partitions; FindCoordinator
+    answers the same), from Metadata."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
         try:
-            d = _admin(r).describe_consumer_groups([r.group], request_timeout=10)[r.group].result(timeout=15)
-            if d.coordinator is not None and d.coordinator.id >= 0:
-                return d.coordinator.id
-            last = "no coordinator in the answer"
+            md = _admin(r).list_topics("__consumer_offsets", timeout=5)
+            parts = md.topics["__consumer_offsets"].partitions
+            if parts:
+                h = _java_hash(r.group)
+                leader = parts[0 if h == -(1 << 31) else abs(h) % len(parts)].leader  # Kafka's Utils.abs
+                if leader >= 0:
+                    return leader
+            last = "the group's __consumer_offsets partition has no leader"
         except Exception as exc:  # noqa: BLE001 - asked again until the deadline
             last = repr(exc)
         time.sleep(0.5)
