@@ -28,6 +28,7 @@ class InMemoryMembership:
         self.group_id = group_id
         self.counters = Counters()
         self._cooperative = cooperative
+        self._refuse_error = "REBALANCE_IN_PROGRESS"
         self._book = OwnershipBook()
         self.generation = -1
         self.assigned_generation = -1
@@ -85,9 +86,10 @@ class InMemoryMembership:
     def fence_next_commit(self) -> None:
         self._fence_next = True
 
-    def refuse_next_commits(self, n: int = 1) -> None:
-        """The next ``n`` commits are refused (REBALANCE_IN_PROGRESS)."""
+    def refuse_next_commits(self, n: int = 1, error: str = "REBALANCE_IN_PROGRESS") -> None:
+        """The next ``n`` commits are refused with ``error`` (e.g. COORDINATOR_NOT_AVAILABLE)."""
         self._refuse = n
+        self._refuse_error = error
 
     def fail(self, error: MembershipError) -> None:
         self.error = error
@@ -157,10 +159,11 @@ class InMemoryMembership:
             self.lose(mine)
             return CommitResult(lost=frozenset(mine), skipped=frozenset(skipped), error="ILLEGAL_GENERATION")
         if self._refuse or (self.rebalancing and not self._cooperative and not self._book.revoking()):
+            error = self._refuse_error if self._refuse else "REBALANCE_IN_PROGRESS"
             self._refuse = max(0, self._refuse - 1)
             self.counters.commit_failures += 1
             self._book.keep(mine, todo)
-            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error="REBALANCE_IN_PROGRESS")
+            return CommitResult(failed=frozenset(mine), skipped=frozenset(skipped), error=error)
         self.offsets.update(mine)
         self._book.settle(mine)
         self.counters.commits += 1

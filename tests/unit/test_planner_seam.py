@@ -137,6 +137,23 @@ def test_refused_commit_is_kept_and_sent_once_stable():
     assert _ranges(third) == {T0: (5, 9)}
 
 
+def test_no_new_batch_while_the_last_commit_waits_for_an_unreachable_coordinator():
+    """A commit refused outside a rebalance (the coordinator away) is kept; the next batch
+    waits until it lands: a member that turns out to be out of the group re-reads one batch,
+    not every batch planned while the coordinator was away."""
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log)
+    first = d.plan(None, None)
+    group.refuse_next_commits(2, "COORDINATOR_NOT_AVAILABLE")  # the batch's commit and the first resend
+    log.ends[T0] = 9
+    assert d.plan(first, None) == first and group.pending() == {T0: 5}
+    assert d.waiting_on and "not accepted the last micro-batch" in d.waiting_on
+    second = d.plan(first, None)  # the resend lands: planning goes on
+    assert group.offsets == {T0: 5} and not group.pending()
+    assert _ranges(second) == {T0: (5, 9)}
+
+
 def test_cooperative_keeps_planning_what_is_not_revoked():
     group, log = InMemoryMembership(cooperative=True), _Log({T0: 3, T1: 3})
     group.assign({T0, T1})
