@@ -57,7 +57,7 @@ def _java_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def coordinator(r: Run, timeout: float = 60.0) -> int:
+def coordinator(r: Run, timeout: float = 60.0, not_on: int | None = None) -> int:
     """The node hosting the group's coordinator: the leader of the group's ``__consumer_offsets``
     partition (Kafka's own placement: abs(hashCode(group)) % partitions; FindCoordinator
     answers the same), from Metadata."""
@@ -70,7 +70,7 @@ def coordinator(r: Run, timeout: float = 60.0) -> int:
             if parts:
                 h = _java_hash(r.group)
                 leader = parts[0 if h == -(1 << 31) else abs(h) % len(parts)].leader  # Kafka's Utils.abs
-                if leader >= 0:
+                if leader >= 0 and leader != not_on:
                     return leader
             last = "the group's __consumer_offsets partition has no leader"
         except Exception as exc:  # noqa: BLE001 - asked again until the deadline
@@ -113,13 +113,13 @@ def coordinator_crash(r: Run) -> None:
     r.sleep(3)
     victim = coordinator(r)
     r.broker.kafka.kill_node(victim)
+    killed = time.monotonic()
     r.event(f"kill -9 broker {victim} (the coordinator of {r.group})")
-    r.sleep(3)
     try:
-        r.event(f"coordinator of {r.group} now on broker {coordinator(r, timeout=30)}")
+        r.event(f"coordinator of {r.group} now on broker {coordinator(r, timeout=30, not_on=victim)}")
     except RuntimeError as exc:
         r.notes.append(str(exc))
-    r.sleep(17)
+    r.sleep(max(0.0, 20 - (time.monotonic() - killed)))
     _restart(r, victim)
     r.sleep(10)
 
