@@ -54,6 +54,12 @@ _CONSUME_SLICE_S = 0.1
 #: Time without progress after which the watermarks are asked whether anything is coming.
 _STUCK_CHECK_S = 1.0
 _WATERMARK_TIMEOUT_S = 10.0
+#: partition -> since when (monotonic) no broker has answered for it in this Python worker.
+#: Spark reuses workers across task attempts: a retried task whose partition has been
+#: unreachable past brokerOutageTimeoutMs fails at its first check instead of waiting the
+#: bound again (4 attempts, each a full bound, kept a query alive for minutes with the whole
+#: cluster down)
+_UNREACHABLE: dict[tuple[str, int], float] = {}
 _MAX_RESETS = 5
 
 _ts_type = pa.timestamp("us", tz="UTC")
@@ -306,6 +312,7 @@ class _RangeReader:
                     progressed = self._on_error(err) or progressed
                 if progressed:
                     last_progress = last_check = now
+                    _UNREACHABLE.pop((rng.topic, rng.partition), None)
                 if len(pending) >= self.max_batch:
                     yield self._flush(pending)
                     pending = []
@@ -436,7 +443,11 @@ class _RangeReader:
     def _on_quiet(self, stalled_s: float = 0.0) -> None:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         wm = self._watermarks()
+        key = (self.rng.topic, self.rng.partition)
+        if wm is not None:
+            _UNREACHABLE.pop(key, None)
         if wm is None:
+            stalled_s = max(stalled_s, time.monotonic() - _UNREACHABLE.setdefault(key, time.monotonic() - stalled_s))
             if self.outage_timeout_s is not None and stalled_s >= self.outage_timeout_s:
                 # the driver gives the same bound to offsets it cannot read; without it a task
                 # waited pollTimeoutMs per attempt while the whole cluster was down (measured:
