@@ -89,11 +89,15 @@ def _restart(r: Run, node: int) -> None:
     r.event(f"broker {node} restarted (serving after {time.monotonic() - t:.1f}s)")
 
 
+def _one_query_reading(r: Run) -> None:
+    """Production under way and one query reading (two batches done) before the fault."""
+    r.produce()
+    r.wait_reading(r.start("a"), batches=2)
+
+
 def broker_crash(r: Run) -> None:
     """kill -9 of the broker leading most of the topic's partitions; restarted after 20 s."""
-    r.produce()
-    a = r.start("a")
-    r.wait_reading(a, batches=2)
+    _one_query_reading(r)
     victim = busiest_leader(r)
     r.broker.kafka.kill_node(victim)
     r.event(f"kill -9 broker {victim} (leader of most of {r.topic}'s partitions)")
@@ -126,9 +130,7 @@ def coordinator_crash(r: Run) -> None:
 
 def rolling_restart(r: Run) -> None:
     """Each broker in turn stopped cleanly (controlled shutdown) and restarted, as in an upgrade."""
-    r.produce()
-    a = r.start("a")
-    r.wait_reading(a, batches=2)
+    _one_query_reading(r)
     for node in _nodes(r):
         t = time.monotonic()
         r.broker.kafka.stop_node(node)
@@ -141,9 +143,7 @@ def rolling_restart(r: Run) -> None:
 def broker_frozen(r: Run) -> None:
     """SIGSTOP of the busiest leader for longer than its controller session (the controller
     fences it and moves leadership), then SIGCONT."""
-    r.produce()
-    a = r.start("a")
-    r.wait_reading(a, batches=2)
+    _one_query_reading(r)
     victim = busiest_leader(r)
     r.broker.kafka.freeze_node(victim)
     r.event(f"SIGSTOP broker {victim} for {2 * BROKER_SESSION_S:.0f}s (controller session {BROKER_SESSION_S:.0f}s)")

@@ -41,6 +41,17 @@ def _parts(m) -> set[TopicPartition]:
     return set(m.snapshot().owned)
 
 
+def _batch_that_never_completes(a) -> tuple[dict, str]:
+    """``a`` owns both partitions, has committed offset 1 of each and runs a batch of both that
+    never completes: (its ownership serials, its member id)."""
+    assert a.wait_for_assignment(60), a.describe()
+    wait_until(lambda: len(_parts(a)) == 2, 30, message="a to own both partitions")
+    serials = dict(a.snapshot().owned)
+    assert a.commit({tp: 1 for tp in serials}).committed == set(serials)
+    assert a.batch_planned(serials)
+    return serials, a.snapshot().member_id
+
+
 # ------------------------------------------------------------------------------------------
 # static membership
 # ------------------------------------------------------------------------------------------
@@ -121,12 +132,7 @@ def test_revoke_barrier_held_past_the_rebalance_timeout(kafka_broker, unique_nam
     a.start()
     other = None
     try:
-        assert a.wait_for_assignment(60), a.describe()
-        wait_until(lambda: len(_parts(a)) == 2, 30, message="a to own both partitions")
-        serials = dict(a.snapshot().owned)
-        member_id = a.snapshot().member_id
-        assert a.commit({tp: 1 for tp in serials}).committed == set(serials)
-        assert a.batch_planned(serials)  # the batch that never completes
+        serials, member_id = _batch_that_never_completes(a)
         other = group_member(b, group, topic, client=client)
         t0 = time.monotonic()
         other.start()
@@ -185,12 +191,7 @@ def test_member_removed_while_its_revocation_waits_loses_the_partitions_at_once(
     a.start()
     other = None
     try:
-        assert a.wait_for_assignment(60), a.describe()
-        wait_until(lambda: len(_parts(a)) == 2, 30, message="a to own both partitions")
-        serials = dict(a.snapshot().owned)
-        member_id = a.snapshot().member_id
-        assert a.commit({tp: 1 for tp in serials}).committed == set(serials)
-        assert a.batch_planned(serials)  # the batch that never completes
+        serials, member_id = _batch_that_never_completes(a)
         other = group_member(b, group, topic, client=client)
         t0 = time.monotonic()
         other.start()
