@@ -46,7 +46,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``brokerOutageTimeoutMs``              positive int, default 120000: how long a partition's
                                        offsets (or the group's commits) may stay unreadable,
                                        its leader or the coordinator away, before the query
-                                       fails; meanwhile it is left out of micro-batches
+                                       fails; meanwhile it is left out of micro-batches (an
+                                       executor reading a partition no broker answers for
+                                       fails after it too)
 ``groupJoinTimeoutMs``                 positive int, default 120000: how long the driver may
                                        take to reach the cluster and get its first
                                        assignment before the query fails
