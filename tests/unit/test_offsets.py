@@ -11,6 +11,7 @@ from spark_groupsource.offsets import (
     fair_share,
     has_new_data,
     plan_ranges,
+    trim_replay,
 )
 
 A0, A1, B0 = TP("a", 0), TP("a", 1), TP("b", 0)
@@ -54,3 +55,30 @@ def test_plan_ranges_limits_and_caps():
     assert plan_ranges({A0: 30}, {A0: 20}) == {A0: (30, 30)}
     assert not has_new_data(plan_ranges({A0: 5}, {A0: 5}))
     assert has_new_data({A0: (1, 2)})
+
+
+def test_trim_replay_leaves_out_what_the_group_read_since_the_batch_was_logged():
+    a, b, c, d, e = (TP("t", p) for p in range(5))
+    logged = {a: (10, 20), b: (10, 20), c: (10, 20), d: (10, 20), e: (10, 20)}
+    committed = {a: 10, b: 14, c: 25, d: None}  # e: the coordinator did not answer
+    kept, left_out = trim_replay(logged, committed, owned=frozenset({a, b, c, d, e}))
+    # a: the group is where the earlier run left it, the replay is identical; b: another
+    # member read [10, 14) meanwhile; c: read past the batch; d: nothing committed; e: unknown
+    assert kept == {a: (10, 20), b: (14, 20), d: (10, 20), e: (10, 20)}
+    assert set(left_out) == {c} and "25" in left_out[c]
+
+
+def test_trim_replay_leaves_out_partitions_another_member_owns_unless_the_assignment_is_unknown():
+    a, b = TP("t", 0), TP("t", 1)
+    logged = {a: (10, 20), b: (5, 9)}
+    kept, left_out = trim_replay(logged, {a: 10, b: 5}, owned=frozenset({a}))
+    assert kept == {a: (10, 20)} and set(left_out) == {b} and "another member" in left_out[b]
+    kept, left_out = trim_replay(logged, {a: 10, b: 7}, owned=None)
+    assert kept == {a: (10, 20), b: (7, 9)} and left_out == {}
+
+
+def test_trim_replay_keeps_a_range_the_group_offset_fell_behind():
+    """Below the batch's start (the earlier run's last commit did not land, or the group was
+    reset): the replay stays whole, and positions afterwards follow the group (planner)."""
+    a = TP("t", 0)
+    assert trim_replay({a: (10, 20)}, {a: 3}, owned=frozenset({a})) == ({a: (10, 20)}, {})

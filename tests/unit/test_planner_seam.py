@@ -108,6 +108,52 @@ def test_a_partition_that_comes_back_resumes_from_the_group_not_from_a_stale_pos
     assert _ranges(d.plan(batch, None)) == {T0: (7, 12)}
 
 
+def _restarted(group: InMemoryMembership, log: _Log, **options: str) -> _Driver:
+    """A driver of a query restarted from its checkpoint (initialOffset is not called)."""
+    d = _driver(group, log, **options)
+    d.fresh_query = False
+    return d
+
+
+def test_a_replayed_batch_leaves_out_what_another_member_read_meanwhile():
+    """Restarted from its checkpoint, the query replays the batch its earlier run logged but did
+    not complete; another member owned the partitions in between and read part of them (T0 to
+    7), or all (T1): the replay reads only the rest, and the next batch goes on from its end
+    (measured on Kafka before: a stopped and restarted query re-read 99 records)."""
+    group, log = InMemoryMembership(), _Log({T0: 12, T1: 12})
+    logged = StreamOffset({T0: (5, 9), T1: (3, 6)}).to_json()
+    group.offsets.update({T0: 7, T1: 6})
+    group.assign({T0, T1})
+    d = _restarted(group, log)
+    assert d.replay_ranges(logged) == {T0: (7, 9)}
+    nxt = d.plan(logged, None)  # Spark: latestOffset(start=the replayed batch's end)
+    assert _ranges(nxt) == {T0: (9, 12), T1: (6, 12)}
+    assert group.offsets == {T0: 9, T1: 6}
+
+
+def test_a_replayed_batch_is_identical_when_the_group_did_not_move_and_skips_others_partitions():
+    group, log = InMemoryMembership(), _Log({T0: 12, T1: 12})
+    logged = StreamOffset({T0: (5, 9), T1: (3, 6)}).to_json()
+    group.offsets.update({T0: 5, T1: 3})
+    group.assign({T0})  # T1 belongs to another member now, which reads it from 3
+    d = _restarted(group, log)
+    assert d.replay_ranges(logged) == {T0: (5, 9)}
+    assert _ranges(d.plan(logged, None)) == {T0: (9, 12)}
+    group.offsets[T1] = 4  # the other member read on, then T1 comes here
+    group.assign({T0, T1})
+    nxt = d.plan(StreamOffset({T0: (9, 12)}).to_json(), None)
+    assert _ranges(nxt)[T1] == (4, 12)
+
+
+def test_a_replay_stays_whole_without_commits():
+    group, log = InMemoryMembership(), _Log({T0: 12})
+    logged = StreamOffset({T0: (5, 9)}).to_json()
+    group.offsets[T0] = 7
+    group.assign({T0})
+    d = _restarted(group, log, commitoffsets="false")
+    assert d.replay_ranges(logged) == {T0: (5, 9)}
+
+
 def test_fenced_commit_forgets_the_position():
     group, log = InMemoryMembership(), _Log({T0: 5})
     group.assign({T0})
