@@ -46,6 +46,47 @@ def _recording_sink(broker, group, topic, parts, calls, fail_after_rows=False):
     return sink
 
 
+def _restartable(spark, broker, topic, group, ck):
+    """Starts the query of the restart tests (2 partitions, 20 records a batch) on checkpoint
+    ``ck``, recording into ``calls``."""
+
+    def start(calls, fail_after_rows=False):
+        return (
+            stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20")
+            .writeStream.foreachBatch(_recording_sink(broker, group, topic, 2, calls, fail_after_rows))
+            .option("checkpointLocation", ck)
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+
+    return start
+
+
+def _run_until_the_sink_fails(start) -> list:
+    """A first run whose sink fails the batch after the first with rows: its calls, by batch id."""
+    first_run: list = []
+    q = start(first_run, fail_after_rows=True)
+    try:
+        with pytest.raises(Exception, match="sink fails on batch"):
+            q.awaitTermination(QUERY_TIMEOUT_S)
+    finally:
+        stop(q)
+    return sorted(first_run, key=lambda c: c[0])
+
+
+def _run_to_the_end(start, broker, group, topic, records) -> list:
+    """The restarted run, until the group has committed every record: its calls."""
+    calls: list = []
+    q = start(calls)
+    try:
+        process_all(q)
+        wait_committed(broker, group, topic, ends(records))
+        assert q.exception() is None
+    finally:
+        stop(q)
+    return calls
+
+
 def _ends_of(got):
     out = {}
     for _t, p, o, *_ in got:
@@ -121,24 +162,8 @@ def test_restart_replays_the_unfinished_batch_identically(spark, broker, new_top
     topic, group = new_topic(2), unique_name("g")
     ck = str(tmp_path / "ck")
     records = produce(broker.bootstrap, topic, 60, 2)
-    first_run: list = []
-
-    def start(calls, fail_after_rows=False):
-        return (
-            stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20")
-            .writeStream.foreachBatch(_recording_sink(broker, group, topic, 2, calls, fail_after_rows))
-            .option("checkpointLocation", ck)
-            .trigger(processingTime="200 milliseconds")
-            .start()
-        )
-
-    q = start(first_run, fail_after_rows=True)
-    try:
-        with pytest.raises(Exception, match="sink fails on batch"):
-            q.awaitTermination(QUERY_TIMEOUT_S)
-    finally:
-        stop(q)
-    first_run.sort(key=lambda c: c[0])
+    start = _restartable(spark, broker, topic, group, ck)
+    first_run = _run_until_the_sink_fails(start)
     failed_id = first_run[-1][0]
     completed = first_run[:-1]
     assert [c[0] for c in first_run] == list(range(failed_id + 1))
@@ -153,14 +178,7 @@ def test_restart_replays_the_unfinished_batch_identically(spark, broker, new_top
     # the last completed batch's commit waited for the failed batch's latestOffset: the group has it
     assert committed_offsets(broker.bootstrap, group, topic, 2) == _ends_of(completed[-1][2])
 
-    second_run: list = []
-    q = start(second_run)
-    try:
-        process_all(q)
-        wait_committed(broker, group, topic, ends(records))
-        assert q.exception() is None
-    finally:
-        stop(q)
+    second_run = _run_to_the_end(start, broker, group, topic, records)
     assert offset_log(ck)[failed_id] == planned[failed_id], "the offset log of the replayed batch changed"
     replay = next(c for c in second_run if c[0] == failed_id)
     assert sorted(r[:3] for r in replay[2]) == failed_batch
@@ -206,24 +224,8 @@ def test_a_restarted_query_does_not_replay_what_another_member_read_meanwhile(
     broker.create_topic(topic, 2)
     ck = str(tmp_path / "ck")
     records = produce(broker.bootstrap, topic, 60, 2)
-    first_run: list = []
-
-    def start(calls, fail_after_rows=False):
-        return (
-            stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20")
-            .writeStream.foreachBatch(_recording_sink(broker, group, topic, 2, calls, fail_after_rows))
-            .option("checkpointLocation", ck)
-            .trigger(processingTime="200 milliseconds")
-            .start()
-        )
-
-    q = start(first_run, fail_after_rows=True)
-    try:
-        with pytest.raises(Exception, match="sink fails on batch"):
-            q.awaitTermination(QUERY_TIMEOUT_S)
-    finally:
-        stop(q)
-    first_run.sort(key=lambda c: c[0])
+    start = _restartable(spark, broker, topic, group, ck)
+    first_run = _run_until_the_sink_fails(start)
     failed_id, completed = first_run[-1][0], first_run[:-1]
     logged = offset_log(ck)[failed_id]
     failed_ends = _ends_of(first_run[-1][2])
@@ -233,14 +235,7 @@ def test_a_restarted_query_does_not_replay_what_another_member_read_meanwhile(
     assert half[0] == half[1], (begin, failed_ends)  # records are produced round-robin
     other = _read_and_commit_as_another_member(broker, group, topic, 2, begin[0], half[0])
 
-    second_run: list = []
-    q = start(second_run)
-    try:
-        process_all(q)
-        wait_committed(broker, group, topic, ends(records))
-        assert q.exception() is None
-    finally:
-        stop(q)
+    second_run = _run_to_the_end(start, broker, group, topic, records)
     assert offset_log(ck)[failed_id] == logged, "the offset log of the replayed batch changed"
     replay = next(c for c in second_run if c[0] == failed_id)
     assert sorted(r[:3] for r in replay[2]) == sorted(
