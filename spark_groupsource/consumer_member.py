@@ -592,7 +592,7 @@ class ConsumerProtocolMembership:
     def may_plan(self, snap: Snapshot | None = None) -> bool:
         return True
 
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
+    def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
         return self._book.batch_planned(partitions)
 
     def batch_completed(self) -> None:

@@ -102,7 +102,7 @@ class Membership(Protocol):
 
     def may_plan(self, snap: Snapshot | None = None) -> bool: ...
 
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool: ...
+    def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool: ...
 
     def batch_completed(self) -> None: ...
 
@@ -174,12 +174,19 @@ class OwnershipBook:
             return gone
 
     # ---- the drain hand-shake -------------------------------------------------------------
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
-        """Record the batch about to run; False (nothing recorded) when a revocation of any
-        of its partitions started since the planner looked."""
+    def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
+        """Record the batch about to run; False (nothing recorded) when any of its partitions
+        is being revoked or is no longer ours since the planner looked: a revocation can
+        begin and end while the planner reads offsets, when no batch is in flight to hold it
+        (measured on Kafka: an eager member planned a batch over the partitions it had just
+        handed to a joiner). Given serials (partition -> acquisition serial at planning), a
+        partition lost and acquired again meanwhile counts as no longer ours too."""
+        serials = dict(partitions) if isinstance(partitions, Mapping) else None
         parts = frozenset(partitions)
         with self.cond:
-            if self._revoking & parts:
+            if self._revoking & parts or not parts <= self._owned.keys():
+                return False
+            if serials is not None and any(self._owned[tp] != s for tp, s in serials.items()):
                 return False
             self._inflight = parts
             return True

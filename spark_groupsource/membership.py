@@ -334,7 +334,7 @@ class GroupMembership:
         )
 
     # ---- the drain hand-shake ---------------------------------------------------------
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
+    def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
         """Record the batch about to run; False (nothing recorded) when a revocation started
         since the planner looked, so the planner must not hand that batch to Spark."""
         return self._book.batch_planned(partitions)

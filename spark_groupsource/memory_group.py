@@ -138,7 +138,7 @@ class InMemoryMembership:
     def may_plan(self, snap: Snapshot | None = None) -> bool:
         return True if self._cooperative else not (snap or self.snapshot()).rebalancing
 
-    def batch_planned(self, partitions: Iterable[TopicPartition]) -> bool:
+    def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
         return self._book.batch_planned(partitions)
 
     def batch_completed(self) -> None:

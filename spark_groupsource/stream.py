@@ -513,7 +513,7 @@ class _Driver:
             if min_rows and caps is None and not self.gate.admit(
                     available_records(positions, latest), min_rows, time.monotonic() * 1000):
                 return start_json  # minOffsetsPerTrigger: wait for more records or maxTriggerDelay
-            if not self.membership.batch_planned(tp for tp, (s, u) in ranges.items() if u > s):
+            if not self.membership.batch_planned({tp: owned[tp] for tp, (s, u) in ranges.items() if u > s}):
                 self.waiting_on = "a revocation began"
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()

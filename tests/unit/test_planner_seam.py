@@ -211,6 +211,47 @@ def test_cooperative_keeps_planning_what_is_not_revoked():
     assert _ranges(d.plan(batch, None)) == {T0: (3, 6)}
 
 
+class _RebalanceWhileReading(_Log):
+    """The log whose watermark query is answered only after a whole rebalance went by: the
+    partitions revoked (no batch in flight holds them) and, for ``back``, acquired again."""
+
+    def __init__(self, ends, revoke, back=frozenset()):
+        super().__init__(ends)
+        self.revoke, self.back, self.armed = revoke, back, False
+
+    def try_watermarks(self, parts, retries=None):
+        if self.armed:
+            self.armed = False
+            self.group.revoke(self.revoke)
+            self.group.assign(self.back)
+        return super().try_watermarks(parts, retries)
+
+
+@pytest.mark.parametrize("back", [frozenset(), frozenset({T0, T1})], ids=["given-away", "reacquired"])
+def test_no_batch_over_partitions_revoked_while_the_plan_read_offsets(back):
+    """Cooperative: a revocation begins and ends while the planner reads offsets (nothing in
+    flight holds it). The batch must not be planned over partitions that are no longer ours,
+    or are ours under a new acquisition (their positions are stale): measured on Kafka, an
+    eager member's batch read the partitions it had just handed to a joiner, from the same
+    committed offset the joiner started at."""
+    group = InMemoryMembership(cooperative=True)
+    log = _RebalanceWhileReading({T0: 10, T1: 10}, revoke={T0, T1}, back=back)
+    group.assign({T0, T1})
+    d = _driver(group, log)
+    first = d.plan(None, None)
+    assert _ranges(first) == {T0: (0, 10), T1: (0, 10)}
+    log.ends = {T0: 20, T1: 20}
+    log.armed = True
+    assert d.plan(first, None) == first, "a batch was planned over partitions revoked meanwhile"
+    assert group.offsets == {T0: 10, T1: 10}
+    group.assign(back)
+    nxt = d.plan(first, None)
+    if back:  # ours again: from the group's offset
+        assert _ranges(nxt) == {T0: (10, 20), T1: (10, 20)}
+    else:
+        assert nxt == first
+
+
 def test_book_serials_change_only_on_reacquisition():
     book = OwnershipBook()
     book.acquire({T0, T1})
