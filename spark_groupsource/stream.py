@@ -424,8 +424,9 @@ class _Driver:
             sleep(0.2)
 
     def replay_ranges(self, end_json: str) -> dict[TopicPartition, tuple[int, int]]:
-        """The ranges to read for a batch an earlier run of the query logged but did not complete
-        (Spark replays it at restart): what nobody in the group has read since (``trim_replay``).
+        """The ranges to read for the last batch an earlier run of the query logged (Spark asks
+        for them at restart: to replay the batch if it did not complete, else to re-plan it and
+        discard the answer): what nobody in the group has read since (``trim_replay``).
         Without commits the group's offsets are not ours to go by: the replay stays whole."""
         with self.lock:
             logged = StreamOffset.from_json(end_json).ranges
@@ -436,12 +437,12 @@ class _Driver:
             answer = self.reader.try_committed(self.opts.group_id, wanted, retries=0)
             kept, left_out = trim_replay(wanted, answer.found, owned)
             for tp, why in sorted(left_out.items()):
-                log.warning("group %s: the replay of the batch logged by an earlier run leaves out %s "
-                            "[%d, %d): %s", self.opts.group_id, tp, *wanted[tp], why)
+                log.warning("group %s: the last batch an earlier run of this query logged, if Spark replays it, "
+                            "leaves out %s [%d, %d): %s", self.opts.group_id, tp, *wanted[tp], why)
             for tp, (start, _until) in sorted(kept.items()):
                 if start != wanted[tp][0]:
-                    log.warning("group %s: the replay of the batch logged by an earlier run reads %s from "
-                                "%d, not %d: the group read up to there meanwhile", self.opts.group_id, tp,
+                    log.warning("group %s: the last batch an earlier run of this query logged, if Spark replays it, "
+                                "reads %s from %d, not %d: the group read up to there meanwhile", self.opts.group_id, tp,
                                 start, wanted[tp][0])
             self.replayed = kept
             return kept
