@@ -7,7 +7,12 @@ broker does not answer is said, not guessed::
 
     python -m spark_groupsource.groups --bootstrap host:9092 --group orders-etl
     python -m spark_groupsource.groups --bootstrap host:9092 --group g --topic orders \\
-        -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN ...
+        -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN \\
+        -X 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required
+            username="u" password="...";' -X ssl.truststore.location=/etc/kafka/truststore.p12 ...
+
+Security properties take the same names as the data source's ``kafka.*`` options (Java's or
+librdkafka's; see spark_groupsource/security.py).
 
 Exit status: 0 when the offsets were read, 1 when the broker could not be asked, 2 for
 usage errors.
@@ -20,7 +25,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from spark_groupsource.errors import BrokerError
+from spark_groupsource.errors import BrokerError, OptionError
 
 __all__ = ["GroupReport", "Member", "PartitionRow", "describe_group", "format_report", "main"]
 
@@ -118,6 +123,18 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 # --------------------------------------------------------------------------- broker side
 
 
+def client_config(config: dict[str, str]) -> dict[str, str]:
+    """``-X`` properties for librdkafka: the security ones (Java or librdkafka names, as for the
+    data source) through :func:`spark_groupsource.security.parse_security`, the rest as given."""
+    from spark_groupsource.security import SECURITY_KEYS, parse_security
+
+    lowered = {k.strip().lower(): v for k, v in config.items()}
+    security = parse_security(lowered)
+    rest = {k: v for k, v in config.items()
+            if k.strip().lower() not in SECURITY_KEYS and not k.strip().lower().startswith(("ssl.", "sasl."))}
+    return {**rest, **security.librdkafka()}
+
+
 def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), timeout_s: float = 10.0,
                    config: dict[str, str] | None = None) -> GroupReport:
     """Ask the brokers (bounded by ``timeout_s`` per request) and build a :class:`GroupReport`.
@@ -129,7 +146,7 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **(config or {})})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {})})
     try:
         meta = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
@@ -211,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config[key.strip()] = value
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    try:
+        client_config(config)
+    except OptionError as exc:
+        parser.error(str(exc).replace("option 'kafka.", "-X '"))
     try:
         report = describe_group(args.bootstrap, args.group, topics=args.topic, timeout_s=args.timeout,
                                 config=config)
