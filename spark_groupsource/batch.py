@@ -365,4 +365,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             max_records_per_batch=self.opts.max_records_per_arrow_batch,
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
+            security=self.opts.security,
         )

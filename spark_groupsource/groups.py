@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from spark_groupsource.errors import BrokerError, OptionError
+from spark_groupsource.errors import BrokerError, GroupKafkaError, OptionError
 
 __all__ = ["GroupReport", "Member", "PartitionRow", "describe_group", "format_report", "main"]
 
@@ -146,11 +146,20 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {})})
+    from spark_groupsource.access import RefusalWatch, authorization_error
+    from spark_groupsource.security import parse_security
+
+    security = parse_security({k.strip().lower(): v for k, v in (config or {}).items()})
+    refusals = RefusalWatch(security, bootstrap, "librdkafka")
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {}),
+                         "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
     try:
         meta = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
-        raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s: {exc}") from None
+        admin.poll(0)
+        refusals.raise_if_refused()  # a refused login or TLS handshake, said as such
+        raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s "
+                          f"({security.describe()}): {exc}") from None
     wanted = [t for t in (topics or sorted(meta.topics)) if t in meta.topics and not t.startswith("__")]
     missing = [t for t in topics if t not in meta.topics]
     if missing:
@@ -162,7 +171,12 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
         result = admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group]
         try:
             answer = result.result(timeout=timeout_s + 1)
-        except (KafkaException, TimeoutError) as exc:
+        except KafkaException as exc:
+            if "GROUP_AUTHORIZATION_FAILED" in str(exc):
+                raise authorization_error(security, "Group", group, "DESCRIBE (OffsetFetch)", bootstrap,
+                                          str(exc)) from None
+            raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
+        except TimeoutError as exc:
             raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or () if tp.offset >= 0}
 
@@ -235,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = describe_group(args.bootstrap, args.group, topics=args.topic, timeout_s=args.timeout,
                                 config=config)
-    except BrokerError as exc:
+    except GroupKafkaError as exc:  # BrokerError, or a refused login / TLS handshake / ACL
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(format_report(report))

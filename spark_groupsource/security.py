@@ -144,9 +144,18 @@ class SecurityConfig:
     key_password: str | None = field(default=None, repr=False)
     cert_source: str | None = None
     check_hostname: bool = True
-    #: the principal the broker will see (for ACL messages): User:<name>, User:<subject>
-    principal: str = "User:ANONYMOUS"
+    #: the client certificate's subject (RFC 2253, as Kafka's default principal builder)
+    cert_subject: str | None = None
     ciphers: str | None = None
+
+    @property
+    def principal(self) -> str:
+        """The principal the broker sees, for ACL messages: User:<sasl user>, User:<subject>."""
+        if self.sasl and self.username:
+            return f"User:{self.username}"
+        if self.tls and self.cert_subject:
+            return f"User:{self.cert_subject}"
+        return "User:ANONYMOUS"
 
     @property
     def sasl(self) -> bool:
@@ -257,8 +266,7 @@ def parse_security(params: Mapping[str, str]) -> SecurityConfig:
             if key in SECURITY_KEYS and key.startswith("ssl.") or key in _CIPHERS:
                 raise OptionError(f"kafka.{key}", f"TLS settings need kafka.security.protocol=SSL or "
                                                   f"SASL_SSL, got {protocol}")
-        return SecurityConfig(protocol, mechanism, username, password,
-                              principal=f"User:{username}" if username else "User:ANONYMOUS")
+        return SecurityConfig(protocol, mechanism, username, password)
     ca_pem, ca_source = _trust(p)
     cert_pem, key_pem, key_password, cert_source, subject = _client_certificate(p)
     algorithm = p.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
@@ -266,15 +274,9 @@ def parse_security(params: Mapping[str, str]) -> SecurityConfig:
         raise OptionError("kafka.ssl.endpoint.identification.algorithm",
                           f"expected https (check the broker's host name) or an empty value / none "
                           f"(do not), got {algorithm!r}")
-    if username:
-        principal = f"User:{username}"
-    elif subject:
-        principal = f"User:{subject}"
-    else:
-        principal = "User:ANONYMOUS"
     return SecurityConfig(
         protocol, mechanism, username, password, ca_pem, ca_source, cert_pem, key_pem, key_password,
-        cert_source, check_hostname=algorithm == "https", principal=principal,
+        cert_source, check_hostname=algorithm == "https", cert_subject=subject,
         ciphers=p.get("ssl.cipher.suites") or None,
     )
 

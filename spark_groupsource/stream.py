@@ -581,6 +581,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             max_records_per_batch=self.opts.max_records_per_arrow_batch,
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
+            security=self.opts.security,
         )
 
     def stop(self) -> None:
@@ -607,6 +608,7 @@ def _membership(opts: opt.StreamOptions) -> Membership:
             leader_sync_delay_ms=opts.leader_sync_delay_ms,
             followup_join_delay_ms=opts.followup_join_delay_ms,
             join_timeout_ms=opts.group_join_timeout_ms,
+            security=opts.security,
         ),
         drain_timeout_s=drain_timeout_s,
     )

@@ -30,7 +30,9 @@ CLIENT_CN = "groupkafka-client"
 class Pki:
     directory: str
     ca_pem: str  # the CA certificate (PEM file)
-    broker_keystore_pem: str  # broker key (encrypted with KEY_PASSWORD) + chain, for ssl.keystore.type=PEM
+    # broker key (not encrypted: Java 17 cannot read PBES2-encrypted PKCS8, "PBES2 SecretKeyFactory
+    # not available") + chain, for ssl.keystore.type=PEM
+    broker_keystore_pem: str
     client_p12: str  # client key + certificate, PKCS12, password STORE_PASSWORD
     client_cert_pem: str
     client_key_pem: str  # encrypted with KEY_PASSWORD
@@ -105,7 +107,7 @@ def make_pki(directory: str) -> Pki:
         directory=d,
         ca_pem=ca_pem,
         broker_keystore_pem=_write(os.path.join(d, "broker.pem"),
-                                   _key_pem(broker_key, KEY_PASSWORD) + _pem(broker) + _pem(ca)),
+                                   _key_pem(broker_key, None) + _pem(broker) + _pem(ca)),
         client_p12=_write(os.path.join(d, "client.p12"), pkcs12.serialize_key_and_certificates(
             b"client", client_key, client, [ca], p12_enc)),
         client_cert_pem=_write(os.path.join(d, "client.pem"), _pem(client) + _pem(ca)),
