@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -153,13 +154,17 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     refusals = RefusalWatch(security, bootstrap, "librdkafka")
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {}),
                          "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
-    try:
-        meta = admin.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        admin.poll(0)
-        refusals.raise_if_refused()  # a refused login or TLS handshake, said as such
-        raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s "
-                          f"({security.describe()}): {exc}") from None
+    deadline = time.monotonic() + timeout_s
+    while True:  # in short slices: a refused login or TLS handshake is said as such, at once
+        try:
+            meta = admin.list_topics(timeout=min(0.5, timeout_s))
+            break
+        except KafkaException as exc:
+            admin.poll(0)
+            refusals.raise_if_refused()
+            if time.monotonic() >= deadline:
+                raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s "
+                                  f"({security.describe()}): {exc}") from None
     wanted = [t for t in (topics or sorted(meta.topics)) if t in meta.topics and not t.startswith("__")]
     missing = [t for t in topics if t not in meta.topics]
     if missing:

@@ -111,6 +111,7 @@ class OffsetReader:
         # refused logins and TLS handshakes, from librdkafka's error_cb (it only reconnects)
         self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
         self._security = security
+        self._contacted = False  # a broker has answered this reader once
 
     def _on_client_error(self, err: KafkaError) -> None:
         self.refusals.observe(f"{err.name()}: {err.str()}")
@@ -123,7 +124,23 @@ class OffsetReader:
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient({**admin_config(self._config), "error_cb": self._on_client_error})
+            if not self._contacted:
+                self._first_contact(self._admin)
         return self._admin
+
+    def _first_contact(self, admin: AdminClient) -> None:
+        """The reader's first client asks for metadata in short slices, so that a refused login
+        or TLS handshake is raised within a second or so rather than after a whole request
+        timeout; an ordinary outage is left to the retry policy as before."""
+        deadline = time.monotonic() + self.policy.request_timeout_ms / 1000.0
+        while time.monotonic() < deadline:
+            try:
+                admin.list_topics(timeout=0.5)
+                self._contacted = True
+                return
+            except KafkaException:
+                admin.poll(0)
+                self.refusals.raise_if_refused()
 
     def _raise_if_refused(self) -> None:
         """A refused login or TLS handshake fails the query at once (callbacks are served by
