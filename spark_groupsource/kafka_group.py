@@ -250,6 +250,11 @@ class KafkaGroupClient:
         node = coord.coordinator_id
         return bool(coord._manager.bootstrapped), node is not None and coord._client.connected(node)
 
+    def unauthorized_topics(self) -> set[str]:
+        """Topics the brokers' metadata answers said this principal may not DESCRIBE
+        (kafka-python only logs them and retries its bootstrap)."""
+        return set(getattr(self._coord._manager.cluster, "unauthorized_topics", ()) or ())
+
     def describe(self) -> str:
         coord = self._coord
         return (f"state={coord.state} generation={coord._generation} coordinator={coord.coordinator_id} "

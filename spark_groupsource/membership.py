@@ -261,8 +261,13 @@ class GroupMembership:
 
     def _check_reach(self, client: kafka_group.KafkaGroupClient) -> None:
         """Record what the member reached; past the bound, fail with what could not be reached.
-        A refused login or TLS handshake fails at once (retrying cannot fix it)."""
+        A refused login or TLS handshake, or a subscribed topic the principal may not describe,
+        fails at once (retrying cannot fix it)."""
         refused = self._refusals.error()
+        denied = client.unauthorized_topics() & set(self.config.topics)
+        if denied and refused is None:
+            refused = authorization_error(self.config.security, "Topic", ", ".join(sorted(denied)),
+                                          "DESCRIBE (Metadata) and READ", _servers(self.config.client_config))
         if refused is not None and self._error is None:
             log.error("%s", refused)
             with self._cond:

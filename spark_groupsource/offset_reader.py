@@ -312,10 +312,25 @@ class OffsetReader:
         return partial.found
 
     # -- metadata ----------------------------------------------------------------------------
-    def topics(self) -> dict[str, int]:
-        """Every topic of the cluster with its partition count."""
+    def topics(self, named: Iterable[str] = ()) -> dict[str, int]:
+        """Every topic of the cluster with its partition count. A ``named`` topic missing from
+        the list is asked for by name: the cluster's list leaves out what the principal may not
+        DESCRIBE, which must fail as a missing ACL, not as a missing topic."""
         md = self._metadata(what="cluster metadata")
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
+        found = {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
+        for name in named:
+            if name in found:
+                continue
+            try:
+                meta = self._admin_client().list_topics(topic=name, timeout=self.policy.request_timeout_ms / 1000.0)
+            except KafkaException:
+                continue
+            topic = meta.topics.get(name)
+            if topic is not None and topic.error is not None \
+                    and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise authorization_error(self._security, "Topic", name, "DESCRIBE (Metadata) and READ",
+                                          self.bootstrap, topic.error.str())
+        return found
 
     def _metadata(self, what: str):
         timeout = self.policy.request_timeout_ms / 1000.0

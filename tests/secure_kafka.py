@@ -12,7 +12,7 @@ SASLSSL    SASL_SSL        PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 over TLS
 =========  ==============  ==========================================================
 
 ACLs are enforced (StandardAuthorizer, nothing allowed without an ACL). ``alice`` (PLAIN),
-``bob`` (SCRAM) and the mTLS client are super users; ``carol`` (PLAIN) and ``dave`` (PLAIN)
+``bob`` (SCRAM) and the mTLS client are super users; ``carol``, ``dave`` and ``erin`` (PLAIN)
 have only the ACLs a test grants. Certificates come from :func:`tlsfiles.make_pki`.
 """
 
@@ -32,8 +32,9 @@ PASSWORDS = {
     "bob": "bob-Pw-9902",
     "carol": "carol-Pw-1357",
     "dave": "dave-Pw-2468",
+    "erin": "erin-Pw-8642",
 }
-PLAIN_USERS = ("alice", "carol", "dave")
+PLAIN_USERS = ("alice", "carol", "dave", "erin")
 SCRAM_USERS = ("bob", "carol")
 LISTENERS = {"SASL": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "SASLSSL": "SASL_SSL"}
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
