@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -333,3 +335,59 @@ def test_a_missing_acl_fails_at_once_naming_principal_resource_and_operation(
     if missing != "group-read":  # a batch read without a group needs the topic ACLs only
         text = str(failure_of_batch(spark, options, topic))
         assert code in text and f"User:{user}" in text and resource in text, text[-3000:]
+
+
+# ------------------------------------------------------------------ secrets in logs and the event log
+
+SPARK_SUBMIT = os.path.join(os.path.dirname(sys.executable), "spark-submit")
+
+
+def all_text(*roots: str) -> str:
+    return "\n".join(checkpoint_text(r) for r in roots if os.path.isdir(r))
+
+
+def test_secrets_appear_in_no_log_event_log_or_output(spark, secure, unique_name, tmp_path):
+    """The stream job under spark-submit on a local cluster (two executor processes with their
+    own logs), connector logs at DEBUG, Spark's event log on (uncompressed, to be searched)."""
+    if not os.path.exists(SPARK_SUBMIT):
+        pytest.skip(f"{SPARK_SUBMIT} not found")
+    pki = secure.pki
+    _, security, secrets = case_options(secure, "sasl_ssl-PLAIN")
+    security |= {"kafka.ssl.keystore.location": pki.client_p12, "kafka.ssl.keystore.password": STORE_PASSWORD,
+                 "kafka.ssl.key.password": STORE_PASSWORD}  # parsed and carried (the listener asks no certificate)
+    secrets += ["PRIVATE KEY"]
+    topic, group = unique_name("sec"), unique_name("g")
+    secure.create_topic(topic, 2)
+    produce(secure.admin_bootstrap, topic, 20, 2)
+    config = tmp_path / "groupkafka.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in {
+        "kafka.bootstrap.servers": secure.listener("SASLSSL"), "subscribe": topic, "kafka.group.id": group,
+        "kafka.auto.offset.reset": "earliest", **GROUP_TIMEOUTS, **security}.items()))
+    events = tmp_path / "events"
+    events.mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "GROUPKAFKA_LOG_LEVEL": "DEBUG"}
+    cmd = [SPARK_SUBMIT, "--master", "local-cluster[2,1,1024]",
+           "--properties-file", os.path.join(ROOT, "conf", "spark-defaults.conf"),
+           "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+           "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}",
+           "--conf", "spark.eventLog.compress=false",
+           os.path.join(ROOT, "jobs", "stream_to_parquet.py"), "--config", str(config), "--log-level", "DEBUG",
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "cp"), "--trigger", "availableNow"]
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "rows=20" in run.stdout, run.stdout
+    event_log = all_text(str(events))
+    # local-cluster workers keep executor logs under SPARK_HOME/work/<app id>/<executor>/stderr
+    import pyspark
+
+    app_id = re.search(r'"App ID":"([^"]+)"', event_log).group(1)
+    work = os.path.join(os.path.dirname(pyspark.__file__), "work", app_id)
+    logs = [os.path.join(d, f) for d, _, files in os.walk(work) for f in files if f == "stderr"]
+    assert len(logs) == 2, f"expected the two executors' logs under {work}, found {logs}"
+    executor_logs = all_text(work)
+    shutil.rmtree(work, ignore_errors=True)
+    assert "SparkListenerApplicationStart" in event_log and "QueryProgressEvent" in event_log  # what was searched
+    assert_no_secrets(secrets, driver_logs=run.stdout + run.stderr, event_log=event_log,
+                      executor_logs=executor_logs, checkpoint=all_text(str(tmp_path / "cp")),
+                      output=all_text(str(tmp_path / "out")))
