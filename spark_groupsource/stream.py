@@ -344,7 +344,8 @@ class _Driver:
             return
         unreachable = self.reader.reachable()
         if unreachable is not None:
-            what = f"no broker answered ({unreachable}); check the addresses and kafka.security.protocol"
+            what = (f"no broker answered ({unreachable}) with {self.opts.security.describe()}; check the "
+                    "addresses, that they are the listeners of that protocol, and kafka.security.protocol")
         else:
             what = ("the brokers answer, but the group's coordinator never completed a join for this member "
                     f"({self.membership.describe()})")

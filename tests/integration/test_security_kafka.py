@@ -391,3 +391,24 @@ def test_secrets_appear_in_no_log_event_log_or_output(spark, secure, unique_name
     assert_no_secrets(secrets, driver_logs=run.stdout + run.stderr, event_log=event_log,
                       executor_logs=executor_logs, checkpoint=all_text(str(tmp_path / "cp")),
                       output=all_text(str(tmp_path / "out")))
+
+
+def test_an_unreachable_tls_port_fails_within_the_bound_naming_it(spark, secure, unique_name, tmp_path):
+    """Nothing listens there: an outage, not a refusal, so it fails after groupJoinTimeoutMs
+    (the stream) or the offset retries (a batch read), saying which servers, which protocol."""
+    from spark_groupsource.devbroker._server import free_port
+
+    topic = unique_name("sec")
+    secure.create_topic(topic, 1)
+    bootstrap = f"127.0.0.1:{free_port()}"
+    _, security, secrets = case_options(secure, "ssl")
+    options = {"kafka.bootstrap.servers": bootstrap, **security}
+    exc = failure_of_stream(spark, {**options, "kafka.group.id": unique_name("g"), "groupJoinTimeoutMs": "8000"},
+                            topic, table_name(unique_name), str(tmp_path / "cp"))
+    text = str(exc)
+    for word in ("groupJoinTimeoutMs=8000", f"bootstrap servers {bootstrap}", "no broker answered",
+                 "security.protocol=SSL", "kafka.security.protocol"):
+        assert word in text, text[-3000:]
+    text = str(failure_of_batch(spark, {**options, "fetchOffset.numRetries": "1"}, topic))
+    assert bootstrap in text and "kafka.security.protocol" in text, text[-3000:]
+    assert_no_secrets(secrets, errors=text)
