@@ -280,7 +280,7 @@ def user_options(sk: SecureKafka, user: str) -> dict[str, str]:
 
 def test_the_acls_the_readme_lists_are_enough(spark, secure, unique_name, tmp_path):
     """READ on the topic and READ on the group (READ implies DESCRIBE): stream + commit, a
-    coordinated backfill that commits, the groups command."""
+    batch read, a coordinated backfill that commits, the groups command."""
     topic, group, backfill_group = unique_name("acl"), unique_name("g"), unique_name("bf")
     secure.create_topic(topic, 2)
     records = produce(secure.admin_bootstrap, topic, 10, 2)
@@ -298,6 +298,7 @@ def test_the_acls_the_readme_lists_are_enough(spark, secure, unique_name, tmp_pa
         wait_group_committed(secure, group, topic, ends(records))
     finally:
         stop(query)
+    assert spark.read.format("groupkafka").options(**options).load().count() == len(records)  # no group
     with BackfillPlan.resolve({**options, **GROUP_TIMEOUTS, "kafka.group.id": backfill_group,
                                "groupCoordinated": "true"}, settle_s=1.0) as plan:
         assert plan.read(spark).count() == len(records)
