@@ -183,6 +183,7 @@ class BackfillPlan:
                     leader_sync_delay_ms=leader_sync_delay_ms,
                     followup_join_delay_ms=opts.followup_join_delay_ms,
                     join_timeout_ms=opts.group_join_timeout_ms,
+                    security=opts.security,
                 ),
                 drain_timeout_s=rebalance_s,
             )

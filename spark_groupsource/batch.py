@@ -59,8 +59,10 @@ class BrokerView(Protocol):
     """The broker queries batch planning needs: :class:`OffsetReader` over confluent-kafka, or
     plain data in the planner's unit tests."""
 
-    def topics(self) -> dict[str, int]:
-        """Every topic of the cluster with its partition count."""
+    def topics(self, named: Iterable[str] = ()) -> dict[str, int]:
+        """Every topic of the cluster with its partition count (``named``: topics the query
+        names, checked one by one when the cluster's list lacks them, so that a missing ACL is
+        reported as such rather than as a missing topic)."""
 
     def watermarks(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, end offset) per partition."""
@@ -241,7 +243,7 @@ def resolve_ranges(
     Raises :class:`OptionError` (naming the option) for impossible ranges and
     :class:`DataLossError` for a start below the log start offset with ``failOnDataLoss``.
     """
-    partitions = subscribed_partitions(opts.subscription, view.topics())
+    partitions = subscribed_partitions(opts.subscription, view.topics(getattr(opts.subscription, "topics", ())))
     _check_timestamp_order(opts, partitions)
     marks = view.watermarks(partitions)
     missing = [tp for tp in partitions if tp not in marks]
@@ -365,4 +367,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             max_records_per_batch=self.opts.max_records_per_arrow_batch,
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
+            security=self.opts.security,
         )

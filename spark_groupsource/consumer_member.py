@@ -628,10 +628,11 @@ _NOT_PASSED = frozenset({
 def consumer_membership(opts: Any, *, drain_timeout_s: float | None = None) -> ConsumerProtocolMembership:
     """The KIP-848 member for parsed stream or batch options (``kafka.group.protocol=consumer``).
 
-    Every other ``kafka.*`` property (security, SASL, SSL, client.id, timeouts) goes to
-    librdkafka as given, as for the executors' fetchers."""
+    Every other ``kafka.*`` property (client.id, timeouts) goes to librdkafka as given, and the
+    security settings as :mod:`spark_groupsource.security` renders them, as for the fetchers."""
     sub = opts.subscription
     client = {k: v for k, v in opts.kafka_params.items() if k not in _NOT_PASSED}
+    client.update(opts.security.librdkafka())
     client["bootstrap.servers"] = opts.bootstrap_servers
     client.setdefault("log_level", 4)
     return ConsumerProtocolMembership(

@@ -59,3 +59,21 @@ class GroupUnreachableError(MembershipError):
     "coordinator" or "assignment"."""
 
     step: str = ""
+
+
+class SecurityError(GroupKafkaError):
+    """The brokers refused this client: a failed login, a failed TLS handshake or a missing ACL.
+    Retrying cannot help, so it is raised at once, naming what to check."""
+
+
+class AuthenticationError(SecurityError):
+    """SASL authentication failed (wrong username or password, mechanism not enabled)."""
+
+
+class TlsError(SecurityError):
+    """The TLS handshake failed (untrusted or mismatched certificate, client certificate
+    refused, or the port does not speak TLS)."""
+
+
+class AuthorizationError(SecurityError):
+    """A broker denied an operation for lack of an ACL (GROUP_/TOPIC_AUTHORIZATION_FAILED)."""

@@ -39,9 +39,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from spark_groupsource.access import RefusalWatch, authorization_error
 from spark_groupsource.errors import BrokerError, DataLossError
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
+from spark_groupsource.security import SecurityConfig
 
 __all__ = ["ConsumerPool", "FetchStats", "fetch_range", "read_partition", "report_data_loss", "to_record_batch"]
 
@@ -125,6 +127,7 @@ def fetch_range(
     poll_timeout_ms: int,
     outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
+    security: SecurityConfig | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of one range as batches of at most ``max_records_per_batch`` rows."""
     yield from read_partition(
@@ -136,6 +139,7 @@ def fetch_range(
         poll_timeout_ms=poll_timeout_ms,
         outage_timeout_ms=outage_timeout_ms,
         stats=stats,
+        security=security,
     )
 
 
@@ -149,6 +153,7 @@ def read_partition(
     poll_timeout_ms: int,
     outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
+    security: SecurityConfig | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
@@ -176,6 +181,7 @@ def read_partition(
                 poll_timeout_s=poll_timeout_ms / 1000.0,
                 outage_timeout_s=None if outage_timeout_ms is None else outage_timeout_ms / 1000.0,
                 stats=stats,
+                refusals=RefusalWatch(security, str(config.get("bootstrap.servers", "")), "librdkafka"),
             )
             yield from reader.run()
         healthy = True
@@ -267,9 +273,11 @@ class _RangeReader:
         poll_timeout_s: float,
         stats: FetchStats,
         outage_timeout_s: float | None = None,
+        refusals: RefusalWatch | None = None,
     ):
         self.consumer = consumer
         self.rng = rng
+        self.refusals = refusals or RefusalWatch(None, "", "librdkafka")
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.max_batch = max_records_per_batch
@@ -395,6 +403,12 @@ class _RangeReader:
             return True
         if err.fatal():
             raise BrokerError(f"fatal Kafka client error while reading {rng}: {err.str()}")
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise authorization_error(self.refusals.security, "Topic", rng.topic, "READ (Fetch)",
+                                      self.refusals.bootstrap, err.str())
+        # a refused login or TLS handshake: librdkafka would reconnect until poll_timeout_ms
+        self.refusals.observe(f"{err.name()}: {err.str()}")
+        self.refusals.raise_if_refused()
         # Transient (connection, leader change): librdkafka retries; silence is bounded by
         # poll_timeout_ms.
         log.debug("reading %s: %s", rng, err.str())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from assignment.model import TopicPartition
-from spark_groupsource.errors import MembershipError
+from spark_groupsource.errors import MembershipError, SecurityError
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ class OwnershipBook:
 def raise_failure(error: BaseException | None, group_id: str) -> None:
     """Raise a member's recorded failure for the planner: as it is when it is already a
     :class:`MembershipError`, else wrapped in one that names the group."""
-    if isinstance(error, MembershipError):
+    if isinstance(error, (MembershipError, SecurityError)):
         raise error
     if error is not None:
         raise MembershipError(f"group {group_id!r}: {error}") from error

@@ -7,7 +7,12 @@ broker does not answer is said, not guessed::
 
     python -m spark_groupsource.groups --bootstrap host:9092 --group orders-etl
     python -m spark_groupsource.groups --bootstrap host:9092 --group g --topic orders \\
-        -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN ...
+        -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN \\
+        -X 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required
+            username="u" password="...";' -X ssl.truststore.location=/etc/kafka/truststore.p12 ...
+
+Security properties take the same names as the data source's ``kafka.*`` options (Java's or
+librdkafka's; see spark_groupsource/security.py).
 
 Exit status: 0 when the offsets were read, 1 when the broker could not be asked, 2 for
 usage errors.
@@ -17,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from spark_groupsource.errors import BrokerError
+from spark_groupsource.errors import BrokerError, GroupKafkaError, OptionError
 
 __all__ = ["GroupReport", "Member", "PartitionRow", "describe_group", "format_report", "main"]
 
@@ -118,6 +124,18 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 # --------------------------------------------------------------------------- broker side
 
 
+def client_config(config: dict[str, str]) -> dict[str, str]:
+    """``-X`` properties for librdkafka: the security ones (Java or librdkafka names, as for the
+    data source) through :func:`spark_groupsource.security.parse_security`, the rest as given."""
+    from spark_groupsource.security import SECURITY_KEYS, parse_security
+
+    lowered = {k.strip().lower(): v for k, v in config.items()}
+    security = parse_security(lowered)
+    rest = {k: v for k, v in config.items()
+            if k.strip().lower() not in SECURITY_KEYS and not k.strip().lower().startswith(("ssl.", "sasl."))}
+    return {**rest, **security.librdkafka()}
+
+
 def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), timeout_s: float = 10.0,
                    config: dict[str, str] | None = None) -> GroupReport:
     """Ask the brokers (bounded by ``timeout_s`` per request) and build a :class:`GroupReport`.
@@ -129,11 +147,24 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **(config or {})})
-    try:
-        meta = admin.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s: {exc}") from None
+    from spark_groupsource.access import RefusalWatch, authorization_error
+    from spark_groupsource.security import parse_security
+
+    security = parse_security({k.strip().lower(): v for k, v in (config or {}).items()})
+    refusals = RefusalWatch(security, bootstrap, "librdkafka")
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {}),
+                         "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
+    deadline = time.monotonic() + timeout_s
+    while True:  # in short slices: a refused login or TLS handshake is said as such, at once
+        try:
+            meta = admin.list_topics(timeout=min(0.5, timeout_s))
+            break
+        except KafkaException as exc:
+            admin.poll(0)
+            refusals.raise_if_refused()
+            if time.monotonic() >= deadline:
+                raise BrokerError(f"cannot read metadata from {bootstrap} within {timeout_s:g}s "
+                                  f"({security.describe()}): {exc}") from None
     wanted = [t for t in (topics or sorted(meta.topics)) if t in meta.topics and not t.startswith("__")]
     missing = [t for t in topics if t not in meta.topics]
     if missing:
@@ -145,7 +176,12 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
         result = admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group]
         try:
             answer = result.result(timeout=timeout_s + 1)
-        except (KafkaException, TimeoutError) as exc:
+        except KafkaException as exc:
+            if "GROUP_AUTHORIZATION_FAILED" in str(exc):
+                raise authorization_error(security, "Group", group, "DESCRIBE (OffsetFetch)", bootstrap,
+                                          str(exc)) from None
+            raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
+        except TimeoutError as exc:
             raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or () if tp.offset >= 0}
 
@@ -212,9 +248,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
     try:
+        client_config(config)
+    except OptionError as exc:
+        parser.error(str(exc).replace("option 'kafka.", "-X '"))
+    try:
         report = describe_group(args.bootstrap, args.group, topics=args.topic, timeout_s=args.timeout,
                                 config=config)
-    except BrokerError as exc:
+    except GroupKafkaError as exc:  # BrokerError, or a refused login / TLS handshake / ACL
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(format_report(report))

@@ -64,6 +64,8 @@ FATAL_JOIN_ERRORS = (
     kerr.InvalidSessionTimeoutError,
 )
 KafkaError = kerr.KafkaError
+GroupAuthorizationFailedError = kerr.GroupAuthorizationFailedError
+TopicAuthorizationFailedError = kerr.TopicAuthorizationFailedError
 KafkaTimeoutError = kerr.KafkaTimeoutError
 FencedInstanceIdError = kerr.FencedInstanceIdError
 
@@ -157,7 +159,10 @@ class KafkaGroupClient:
         callbacks: Callbacks,
         leader_sync_delay_ms: int = 0,
         followup_join_delay_ms: int = 0,
+        on_connect: Callable[[BaseException | None], None] | None = None,
     ):
+        """``on_connect``: told the outcome of every connection attempt (None: connected, else
+        why not), from the IO thread; kafka-python itself only logs it and reconnects."""
         kwargs = dict(client_config)
         session = int(kwargs.get("session_timeout_ms", 45_000))
         # Java's rule of thumb: heartbeat at most a third of the session timeout
@@ -190,6 +195,8 @@ class KafkaGroupClient:
         self._consumer = KafkaConsumer(**kwargs)
         self._coord = self._consumer._coordinator
         _install(self._coord, self)
+        if on_connect is not None:
+            _watch_connections(self._coord._manager, on_connect)
         listener = _Listener(callbacks)
         if pattern:
             self._consumer.subscribe(pattern=pattern, listener=listener)
@@ -242,6 +249,11 @@ class KafkaGroupClient:
         coord = self._coord
         node = coord.coordinator_id
         return bool(coord._manager.bootstrapped), node is not None and coord._client.connected(node)
+
+    def unauthorized_topics(self) -> set[str]:
+        """Topics the brokers' metadata answers said this principal may not DESCRIBE
+        (kafka-python only logs them and retries its bootstrap)."""
+        return set(getattr(self._coord._manager.cluster, "unauthorized_topics", ()) or ())
 
     def describe(self) -> str:
         coord = self._coord
@@ -358,6 +370,23 @@ async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], tim
 
 
 # ---- the coordinator fixes ------------------------------------------------------------------
+def _watch_connections(manager, on_connect: Callable[[BaseException | None], None]) -> None:
+    """Report each connection attempt's outcome: a refused SASL login or a failed TLS handshake
+    is in the connection's init future, which kafka-python's manager logs and drops."""
+    base_connect = manager._connect
+
+    async def _connect(node, conn, *args, **kwargs):
+        await base_connect(node, conn, *args, **kwargs)
+        fut = conn._init_future
+        if fut.is_done:
+            try:
+                on_connect(fut.exception)
+            except Exception:  # noqa: BLE001 - a watcher must never break the IO loop
+                log.exception("connection watcher failed")
+
+    manager._connect = _connect
+
+
 def _install(coord, owner: KafkaGroupClient) -> None:
     coord._groupkafka = owner
     base_need_rejoin = coord.need_rejoin

@@ -22,12 +22,18 @@ from assignment.errors import AssignmentError
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
 from spark_groupsource import kafka_group
+from spark_groupsource.access import RefusalWatch, authorization_error
 from spark_groupsource.assignor_bridge import (
     BridgedAssignor,
     perform_assignment,
     rebalance_protocol_of,
 )
-from spark_groupsource.errors import FencedError, GroupUnreachableError, MembershipError
+from spark_groupsource.errors import (
+    AuthorizationError,
+    FencedError,
+    GroupUnreachableError,
+    MembershipError,
+)
 from spark_groupsource.group_seam import (
     CommitResult,
     Counters,
@@ -36,6 +42,7 @@ from spark_groupsource.group_seam import (
     Snapshot,
     raise_failure,
 )
+from spark_groupsource.security import SecurityConfig
 
 __all__ = ["CommitResult", "Counters", "GroupMembership", "MembershipConfig", "MembershipStatus", "Snapshot"]
 
@@ -66,6 +73,8 @@ class MembershipConfig:
     # How long the member may go without reaching the cluster or without a coordinator (and,
     # at least this long, without a first assignment) before raise_if_failed() reports it.
     join_timeout_ms: int = 120_000
+    # the security settings the client_config was rendered from (for refusal messages)
+    security: SecurityConfig | None = None
 
 
 class _Member:
@@ -155,6 +164,7 @@ class GroupMembership:
         # the broker, not our assignor, decides (KIP-848 group hosting us); warned once
         self._broker_assigns: str | None = None
         self._reach = _Reach()
+        self._refusals = RefusalWatch(config.security, _servers(config.client_config), "kafka-python")
         self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
         self._retry_backoff_s = max(0.05, int(client.get("retry_backoff_ms", 100)) / 1000.0)
         # the first join may legitimately wait for other members' rebalance timeout
@@ -179,11 +189,18 @@ class GroupMembership:
                 client_config=cfg.client_config, partition_assignors=self._bridges,
                 callbacks=callbacks, leader_sync_delay_ms=cfg.leader_sync_delay_ms,
                 followup_join_delay_ms=cfg.followup_join_delay_ms,
+                on_connect=self._on_connect,
             )
         except kafka_group.KafkaError as exc:
             raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-member-{cfg.group_id}", daemon=True)
         self._thread.start()
+
+    def _on_connect(self, error: BaseException | None) -> None:
+        if error is None:
+            self._refusals.connected()
+        else:
+            self._refusals.observe(f"{type(error).__name__}: {error}")
 
     def _assign(self, protocol_name: str, members: list, cluster) -> tuple[dict[str, bytes], set[str]]:
         """Leader: run our assignor (on a worker thread, see kafka_group)."""
@@ -222,15 +239,41 @@ class GroupMembership:
                     self._fenced_instance("JoinGroup/SyncGroup")
                     return
                 log.warning("group %s: membership loop error: %s", self.config.group_id, exc)
-                if isinstance(exc, kafka_group.FATAL_JOIN_ERRORS):
+                exc = self._as_denied(exc)
+                if isinstance(exc, (*kafka_group.FATAL_JOIN_ERRORS, AuthorizationError)):
                     with self._cond:
                         self._error = exc
                         self._cond.notify_all()
                     return
                 self._closed.wait(0.2)
 
+    def _as_denied(self, exc: BaseException) -> BaseException:
+        """A missing ACL as an :class:`AuthorizationError` naming principal, resource, operation."""
+        servers = _servers(self.config.client_config)
+        if isinstance(exc, kafka_group.GroupAuthorizationFailedError):
+            return authorization_error(self.config.security, "Group", self.config.group_id,
+                                       "READ (JoinGroup, OffsetCommit)", servers, str(exc))
+        if isinstance(exc, kafka_group.TopicAuthorizationFailedError):
+            topics = ", ".join(self.config.topics) or f"matching {self.config.pattern}"
+            return authorization_error(self.config.security, "Topic", topics, "DESCRIBE and READ",
+                                       servers, str(exc))
+        return exc
+
     def _check_reach(self, client: kafka_group.KafkaGroupClient) -> None:
-        """Record what the member reached; past the bound, fail with what could not be reached."""
+        """Record what the member reached; past the bound, fail with what could not be reached.
+        A refused login or TLS handshake, or a subscribed topic the principal may not describe,
+        fails at once (retrying cannot fix it)."""
+        refused = self._refusals.error()
+        denied = client.unauthorized_topics() & set(self.config.topics)
+        if denied and refused is None:
+            refused = authorization_error(self.config.security, "Topic", ", ".join(sorted(denied)),
+                                          "DESCRIBE (Metadata) and READ", _servers(self.config.client_config))
+        if refused is not None and self._error is None:
+            log.error("%s", refused)
+            with self._cond:
+                self._error = refused
+                self._cond.notify_all()
+            return
         bootstrapped, coordinator = client.reached()
         self._reach.observe(bootstrapped, coordinator, self._assignment_seen.is_set())
         bound_s = self.config.join_timeout_ms / 1000.0
@@ -239,8 +282,11 @@ class GroupMembership:
             return
         group, servers = self.config.group_id, _servers(self.config.client_config)
         if step == "bootstrap":
+            protocol = str(self.config.client_config.get("security_protocol", "PLAINTEXT"))
+            last = f"; last connection error: {self._refusals.last}" if self._refusals.last else ""
             what = (f"could not reach any bootstrap server ({servers}) within {bound_s:.0f}s "
-                    "(tried to connect and fetch metadata, with backoff)")
+                    f"(tried to connect and fetch metadata with security.protocol={protocol}, with "
+                    f"backoff{last})")
         elif step == "coordinator":
             what = (f"no group coordinator for {bound_s:.0f}s (bootstrap servers {servers}; tried "
                     "FindCoordinator and connecting to the coordinator, with backoff)")

@@ -25,7 +25,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from assignment.model import TopicPartition
 from spark_groupsource import options as opt
+from spark_groupsource.access import RefusalWatch, authorization_error
 from spark_groupsource.errors import BrokerError
+from spark_groupsource.security import SecurityConfig
 
 log = logging.getLogger("spark_groupsource.offsets")
 
@@ -83,7 +85,7 @@ class Partial:
 def reader_for(opts: opt._CommonOptions) -> OffsetReader:
     """The offset reader a query's options describe (client config and retry policy)."""
     policy = RetryPolicy(opts.fetch_offset_num_retries, opts.fetch_offset_retry_interval_ms)
-    return OffsetReader(opt.fetcher_config(opts), policy=policy)
+    return OffsetReader(opt.fetcher_config(opts), policy=policy, security=opts.security)
 
 
 class OffsetReader:
@@ -96,7 +98,8 @@ class OffsetReader:
     methods raise :class:`BrokerError` once the :class:`RetryPolicy` is spent.
     """
 
-    def __init__(self, config: Mapping[str, object], timeout_s: float = 30.0, policy: RetryPolicy | None = None):
+    def __init__(self, config: Mapping[str, object], timeout_s: float = 30.0, policy: RetryPolicy | None = None,
+                 security: SecurityConfig | None = None):
         self._config = dict(config)
         self._timeout = timeout_s
         self.policy = policy or RetryPolicy()
@@ -105,16 +108,56 @@ class OffsetReader:
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         self._consumer: Consumer | None = None
         self._admin: AdminClient | None = None
+        # refused logins and TLS handshakes, from librdkafka's error_cb (it only reconnects)
+        self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
+        self._security = security
+        self._contacted = False  # a broker has answered this reader once
+
+    def _on_client_error(self, err: KafkaError) -> None:
+        self.refusals.observe(f"{err.name()}: {err.str()}")
 
     def _client(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer(self._config)
+            self._consumer = Consumer({**self._config, "error_cb": self._on_client_error})
         return self._consumer
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(admin_config(self._config))
+            self._admin = AdminClient({**admin_config(self._config), "error_cb": self._on_client_error})
+            if not self._contacted:
+                self._first_contact(self._admin)
         return self._admin
+
+    def _first_contact(self, admin: AdminClient) -> None:
+        """The reader's first client asks for metadata in short slices, so that a refused login
+        or TLS handshake is raised within a second or so rather than after a whole request
+        timeout; an ordinary outage is left to the retry policy as before."""
+        deadline = time.monotonic() + self.policy.request_timeout_ms / 1000.0
+        while time.monotonic() < deadline:
+            try:
+                admin.list_topics(timeout=0.5)
+                self._contacted = True
+                return
+            except KafkaException:
+                admin.poll(0)
+                self.refusals.raise_if_refused()
+
+    def _raise_if_refused(self) -> None:
+        """A refused login or TLS handshake fails the query at once (callbacks are served by
+        poll; no retry can fix them)."""
+        if self._admin is not None:
+            self._admin.poll(0)
+        self.refusals.raise_if_refused()
+
+    def _raise_if_denied(self, missing: Mapping[TopicPartition, str], group: str | None = None) -> None:
+        """A missing ACL fails at once too, naming principal, resource and operation."""
+        for tp, why in sorted(missing.items()):
+            if "GROUP_AUTHORIZATION_FAILED" in why:
+                raise authorization_error(self._security, "Group", group or "?", "DESCRIBE (OffsetFetch)",
+                                          self.bootstrap, why)
+            if "TOPIC_AUTHORIZATION_FAILED" in why:
+                raise authorization_error(self._security, "Topic", tp.topic, "DESCRIBE (ListOffsets, Metadata)",
+                                          self.bootstrap, why)
 
     def _fresh_clients(self) -> None:
         """After any unanswered query, the next one goes through new clients. librdkafka's
@@ -136,7 +179,7 @@ class OffsetReader:
 
     # -- retries ---------------------------------------------------------------------------
     def _with_retries(self, keys: list[T], ask: Callable[[list[T]], tuple[dict, dict[T, str]]],
-                      retries: int | None = None) -> Partial:
+                      retries: int | None = None, group: str | None = None) -> Partial:
         """Ask for ``keys``; ask again for what failed, per the policy (or ``retries`` times)."""
         found: dict = {}
         missing: dict[T, str] = {}
@@ -151,6 +194,8 @@ class OffsetReader:
             todo = [k for k in todo if k in missing]
             if not todo:
                 break
+            self._raise_if_refused()
+            self._raise_if_denied(missing, group)
             self._fresh_clients()
             log.info("offset query: %d unanswered after attempt %d (%s)", len(todo), attempts,
                      next(iter(missing.values())))
@@ -259,7 +304,7 @@ class OffsetReader:
         parts = sorted(set(partitions))
         if not parts:
             return Partial({}, {}, 0)
-        return self._with_retries(parts, lambda todo: self._ask_committed(group, todo), retries)
+        return self._with_retries(parts, lambda todo: self._ask_committed(group, todo), retries, group=group)
 
     def committed(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         partial = self.try_committed(group, partitions)
@@ -267,10 +312,25 @@ class OffsetReader:
         return partial.found
 
     # -- metadata ----------------------------------------------------------------------------
-    def topics(self) -> dict[str, int]:
-        """Every topic of the cluster with its partition count."""
+    def topics(self, named: Iterable[str] = ()) -> dict[str, int]:
+        """Every topic of the cluster with its partition count. A ``named`` topic missing from
+        the list is asked for by name: the cluster's list leaves out what the principal may not
+        DESCRIBE, which must fail as a missing ACL, not as a missing topic."""
         md = self._metadata(what="cluster metadata")
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
+        found = {name: len(t.partitions) for name, t in md.topics.items() if t.error is None and t.partitions}
+        for name in named:
+            if name in found:
+                continue
+            try:
+                meta = self._admin_client().list_topics(topic=name, timeout=self.policy.request_timeout_ms / 1000.0)
+            except KafkaException:
+                continue
+            topic = meta.topics.get(name)
+            if topic is not None and topic.error is not None \
+                    and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise authorization_error(self._security, "Topic", name, "DESCRIBE (Metadata) and READ",
+                                          self.bootstrap, topic.error.str())
+        return found
 
     def _metadata(self, what: str):
         timeout = self.policy.request_timeout_ms / 1000.0
@@ -282,6 +342,7 @@ class OffsetReader:
                 return self._admin_client().list_topics(timeout=timeout)
             except KafkaException as exc:
                 last = exc
+                self._raise_if_refused()
         raise BrokerError(
             f"cannot read {what} from bootstrap servers {self.bootstrap}: no broker answered "
             f"{self.policy.num_retries + 1} metadata requests of {self.policy.request_timeout_ms} ms "
@@ -295,6 +356,7 @@ class OffsetReader:
             self._admin_client().list_topics(timeout=min(5.0, self.policy.request_timeout_ms / 1000.0))
             return None
         except KafkaException as exc:
+            self._raise_if_refused()
             return _reason(exc)
 
     def leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:

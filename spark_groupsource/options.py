@@ -104,6 +104,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_groupsource.errors import OptionError
+from spark_groupsource.security import SECURITY_KEYS, SecurityConfig, parse_security
 
 __all__ = [
     "BatchOptions",
@@ -340,6 +341,8 @@ class _CommonOptions:
     #: assigns with ``remote_assignor``, None meaning the broker's default)
     group_protocol: str = "classic"
     remote_assignor: str | None = None
+    #: the security options, parsed once for both clients (see :mod:`spark_groupsource.security`)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -546,6 +549,8 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         _check_unknown(raw, assignors + wire_names, batch=batch)
 
     kafka_params = {k[len("kafka."):]: v for k, v in raw.items() if k.startswith("kafka.")}
+    security = parse_security(kafka_params)
+    kafka_params = {k: v for k, v in kafka_params.items() if k not in SECURITY_KEYS and not _is_security(k)}
     bootstrap = _required(raw, "kafka.bootstrap.servers")
     group_coordinated = batch and _bool(raw, "groupcoordinated", False)
     group_id = raw.get("kafka.group.id", "").strip() or None
@@ -606,7 +611,13 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         kafka_params=KafkaParams(kafka_params),
         group_protocol=protocol,
         remote_assignor=remote_assignor,
+        security=security,
     )
+
+
+def _is_security(key: str) -> bool:
+    """Java SSL settings accepted at their defaults (see security.py): not passed to librdkafka."""
+    return key.startswith(("ssl.", "sasl.")) or key == "security.protocol"
 
 
 # --------------------------------------------------------------------------- group protocol (issue #12)
@@ -920,6 +931,7 @@ def fetcher_config(opts: _CommonOptions) -> dict[str, Any]:
     # once whatever this is, so a shorter wait only makes range ends without records faster.
     config: dict[str, Any] = {"fetch.wait.max.ms": 100}
     config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
+    config.update(opts.security.librdkafka())
     config.update(
         {
             "bootstrap.servers": opts.bootstrap_servers,
@@ -934,16 +946,8 @@ def fetcher_config(opts: _CommonOptions) -> dict[str, Any]:
     return config
 
 
-def _upper(value: str) -> str:
-    return value.strip().upper()
-
-
 def _int_value(value: str) -> int:
     return int(value.strip())
-
-
-def _hostname_check(value: str) -> bool:
-    return value.strip().lower() == "https"
 
 
 def _bool_value(value: str) -> bool:
@@ -951,28 +955,14 @@ def _bool_value(value: str) -> bool:
 
 
 # librdkafka / Java property -> (kafka-python 3.0.12 KafkaConsumer keyword, converter).
-# Properties with no kafka-python equivalent (most librdkafka tuning, Java keystores,
-# OAuth via sasl.oauthbearer.*) are not passed to the membership client.
+# Properties with no kafka-python equivalent (most librdkafka tuning) are not passed to the
+# membership client. Security settings are not here: SecurityConfig renders them for both.
 MEMBERSHIP_TRANSLATIONS: dict[str, tuple[str, Any]] = {
     "bootstrap.servers": ("bootstrap_servers", str.strip),
     "client.id": ("client_id", str),
     "group.id": ("group_id", str),
     "group.instance.id": ("group_instance_id", str),
     "client.rack": ("client_rack", str),
-    "security.protocol": ("security_protocol", _upper),
-    "sasl.mechanism": ("sasl_mechanism", _upper),
-    "sasl.mechanisms": ("sasl_mechanism", _upper),
-    "sasl.username": ("sasl_plain_username", str),
-    "sasl.password": ("sasl_plain_password", str),
-    "sasl.kerberos.service.name": ("sasl_kerberos_service_name", str),
-    "sasl.kerberos.domain.name": ("sasl_kerberos_domain_name", str),
-    "ssl.ca.location": ("ssl_cafile", str),
-    "ssl.certificate.location": ("ssl_certfile", str),
-    "ssl.key.location": ("ssl_keyfile", str),
-    "ssl.key.password": ("ssl_password", str),
-    "ssl.crl.location": ("ssl_crlfile", str),
-    "ssl.cipher.suites": ("ssl_ciphers", str),
-    "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", _hostname_check),
     "session.timeout.ms": ("session_timeout_ms", _int_value),
     "heartbeat.interval.ms": ("heartbeat_interval_ms", _int_value),
     "max.poll.interval.ms": ("max_poll_interval_ms", _int_value),
@@ -1021,6 +1011,7 @@ def membership_config(opts: _CommonOptions) -> dict[str, Any]:
         "max_poll_interval_ms": opts.max_poll_interval_ms,
     }
     out.update({k: v for k, v in typed.items() if v is not None})
+    out.update(opts.security.kafka_python())
     if isinstance(out.get("bootstrap_servers"), str):
         out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",") if s.strip()]
     return out

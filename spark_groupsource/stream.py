@@ -347,7 +347,8 @@ class _Driver:
             return
         unreachable = self.reader.reachable()
         if unreachable is not None:
-            what = f"no broker answered ({unreachable}); check the addresses and kafka.security.protocol"
+            what = (f"no broker answered ({unreachable}) with {self.opts.security.describe()}; check the "
+                    "addresses, that they are the listeners of that protocol, and kafka.security.protocol")
         else:
             what = ("the brokers answer, but the group's coordinator never completed a join for this member "
                     f"({self.membership.describe()})")
@@ -609,6 +610,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             max_records_per_batch=self.opts.max_records_per_arrow_batch,
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
+            security=self.opts.security,
         )
 
     def stop(self) -> None:
@@ -635,6 +637,7 @@ def _membership(opts: opt.StreamOptions) -> Membership:
             leader_sync_delay_ms=opts.leader_sync_delay_ms,
             followup_join_delay_ms=opts.followup_join_delay_ms,
             join_timeout_ms=opts.group_join_timeout_ms,
+            security=opts.security,
         ),
         drain_timeout_s=drain_timeout_s,
     )

@@ -163,6 +163,8 @@ class KafkaNode:
     workdir: str
     proc: subprocess.Popen[bytes] | None = None
     stopped_on_purpose: bool = field(default=False)
+    #: extra client listener name -> its port (see KafkaCluster's ``extra_listeners``)
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -185,7 +187,12 @@ class KafkaCluster:
     """
 
     def __init__(self, brokers: int = 1, config: Mapping[str, str] | None = None,
-                 initial_rebalance_delay_ms: int = 100, workdir: str | None = None):
+                 initial_rebalance_delay_ms: int = 100, workdir: str | None = None,
+                 extra_listeners: Mapping[str, str] | None = None):
+        """``extra_listeners``: more client listeners, name -> security protocol (e.g.
+        ``{"SASL": "SASL_PLAINTEXT", "MTLS": "SSL"}``), each on a port of its own per node
+        (:meth:`listener_bootstrap`); PLAINTEXT stays the inter-broker listener. Their settings
+        (SASL mechanisms, key stores, ``listener.name.<name>.*``) go in ``config``."""
         if brokers < 1:
             raise DevBrokerError(f"brokers must be >= 1, got {brokers}")
         self.dist = find_kafka()
@@ -208,6 +215,11 @@ class KafkaCluster:
         self.workdir = workdir or tempfile.mkdtemp(prefix="groupkafka-kafka-")
         self.cluster_id = _cluster_id()
         self.nodes: list[KafkaNode] = []
+        self.extra_listeners = {k.upper(): v.upper() for k, v in (extra_listeners or {}).items()}
+
+    def listener_bootstrap(self, name: str) -> str:
+        """Bootstrap servers of the extra listener ``name``."""
+        return ",".join(f"127.0.0.1:{n.listener_ports[name.upper()]}" for n in self.nodes)
 
     @property
     def replication_factor(self) -> int:
@@ -224,26 +236,31 @@ class KafkaCluster:
         if port is not None and port_in_use(port):
             raise DevBrokerError(f"port {port} is in use on 127.0.0.1")
         ports: list[int] = [port] if port is not None else []
-        while len(ports) < 2 * self.brokers:
+        per_node = 2 + len(self.extra_listeners)
+        while len(ports) < per_node * self.brokers:
             p = free_port()
             if p not in ports:
                 ports.append(p)
-        clients, controllers = ports[: self.brokers], ports[self.brokers :]
+        clients, controllers = ports[: self.brokers], ports[self.brokers : 2 * self.brokers]
+        extra = iter(ports[2 * self.brokers :])
         for i in range(self.brokers):
             self.nodes.append(KafkaNode(i + 1, clients[i], controllers[i],
-                                        os.path.join(self.workdir, f"node{i + 1}")))
+                                        os.path.join(self.workdir, f"node{i + 1}"),
+                                        listener_ports={name: next(extra) for name in self.extra_listeners}))
 
     def _write_config(self, node: KafkaNode) -> str:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        extra = "".join(f",{name}://127.0.0.1:{port}" for name, port in node.listener_ports.items())
+        protocols = "".join(f",{name}:{proto}" for name, proto in self.extra_listeners.items())
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "log.dirs": os.path.join(node.workdir, "data"),
             **self.config,
         }

@@ -29,7 +29,7 @@ class FakeView:
         self._committed = committed or {}
         self.calls: list[str] = []
 
-    def topics(self):
+    def topics(self, named=()):
         return dict(self._topics)
 
     def watermarks(self, partitions):

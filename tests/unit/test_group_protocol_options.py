@@ -67,7 +67,8 @@ def test_coordinated_backfill_accepts_the_consumer_protocol() -> None:
 def test_member_configuration_from_options() -> None:
     opts = stream(**{"kafka.group.remote.assignor": "range", "kafka.group.instance.id": "driver-1",
                      "kafka.client.rack": "r1", "kafka.max.poll.interval.ms": "60000",
-                     "kafka.security.protocol": "SASL_SSL", "kafka.sasl.password": "s3cret"})
+                     "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN",
+                     "kafka.sasl.username": "u", "kafka.sasl.password": "s3cret"})
     m = consumer_membership(opts)
     cfg = m.config
     assert cfg.topics == ("a", "b") and cfg.pattern is None
@@ -75,6 +76,7 @@ def test_member_configuration_from_options() -> None:
     assert cfg.rebalance_timeout_ms == 60000
     assert m.drain_timeout_s <= 60.0  # a revocation must be acknowledged within the rebalance timeout
     assert cfg.client_config["security.protocol"] == "SASL_SSL"
+    assert cfg.client_config["sasl.password"] == "s3cret"  # rendered by security.py, as for fetchers
     assert "group.protocol" not in cfg.client_config and "group.instance.id" not in cfg.client_config
     assert "s3cret" not in repr(cfg)
     # the executors' fetchers never see the member's protocol settings

@@ -89,8 +89,11 @@ def test_batch_defaults() -> None:
     assert o.commit_offsets is False
 
 
+SASL = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.username": "u"}
+
+
 def test_options_are_frozen_and_picklable() -> None:
-    o = stream(**{"kafka.sasl.password": SECRET})
+    o = stream(**SASL, **{"kafka.sasl.password": SECRET})
     with pytest.raises(AttributeError):
         o.group_id = "x"  # type: ignore[misc]
     assert pickle.loads(pickle.dumps(o)) == o
@@ -410,15 +413,18 @@ def test_unknown_option_lists_accepted_ones() -> None:
 
 
 def test_kafka_options_pass_through() -> None:
-    o = stream(**{"kafka.security.protocol": "SASL_SSL", "kafka.fetch.max.bytes": "1000"})
-    assert o.kafka_params["security.protocol"] == "SASL_SSL"
+    o = stream(**SASL, **{"kafka.sasl.password": SECRET, "kafka.fetch.max.bytes": "1000"})
     assert o.kafka_params["fetch.max.bytes"] == "1000"
+    # security settings are parsed once into o.security, not passed through as given
+    assert "security.protocol" not in o.kafka_params and "sasl.password" not in o.kafka_params
+    assert (o.security.protocol, o.security.username, o.security.password) == ("SASL_SSL", "u", SECRET)
 
 
 def test_fetcher_config() -> None:
     o = stream(
         **{
             "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "PLAIN",
             "kafka.sasl.username": "u",
             "kafka.sasl.password": SECRET,
             "kafka.isolation.level": "read_committed",
@@ -454,15 +460,10 @@ def test_membership_config_translation() -> None:
     o = stream(
         **{
             "kafka.client.id": "cid",
-            "kafka.security.protocol": "sasl_ssl",
+            "kafka.security.protocol": "sasl_plaintext",
             "kafka.sasl.mechanisms": "scram-sha-512",
             "kafka.sasl.username": "u",
             "kafka.sasl.password": SECRET,
-            "kafka.ssl.ca.location": "/ca.pem",
-            "kafka.ssl.certificate.location": "/c.pem",
-            "kafka.ssl.key.location": "/k.pem",
-            "kafka.ssl.key.password": SECRET,
-            "kafka.ssl.endpoint.identification.algorithm": "none",
             "kafka.session.timeout.ms": "6000",
             "kafka.heartbeat.interval.ms": "1000",
             "kafka.max.poll.interval.ms": "60000",
@@ -484,15 +485,10 @@ def test_membership_config_translation() -> None:
         "group_id": "g",
         "group_instance_id": "i1",
         "client_rack": "r1",
-        "security_protocol": "SASL_SSL",
+        "security_protocol": "SASL_PLAINTEXT",
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_plain_username": "u",
         "sasl_plain_password": SECRET,
-        "ssl_cafile": "/ca.pem",
-        "ssl_certfile": "/c.pem",
-        "ssl_keyfile": "/k.pem",
-        "ssl_password": SECRET,
-        "ssl_check_hostname": False,
         "session_timeout_ms": 6000,
         "heartbeat_interval_ms": 1000,
         "max_poll_interval_ms": 60000,
@@ -540,20 +536,19 @@ def test_redacted() -> None:
 
 
 SECRETS = {
-    "kafka.sasl.password": SECRET,
-    "kafka.ssl.key.password": SECRET + "1",
-    "kafka.ssl.keystore.password": SECRET + "2",
-    "kafka.ssl.truststore.password": SECRET + "3",
-    "kafka.sasl.oauthbearer.client.secret": SECRET + "4",
-    "kafka.sasl.jaas.config": f'org.apache...PlainLoginModule required password="{SECRET}5";',
+    "kafka.security.protocol": "SASL_PLAINTEXT",
+    "kafka.sasl.mechanism": "PLAIN",
+    "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+    f'username="u" password="{SECRET}5";',
 }
 
 
 def test_repr_and_str_never_show_secrets() -> None:
     for o in (stream(**SECRETS), batch(**SECRETS)):
-        for text in (repr(o), str(o), repr(o.kafka_params), str(o.kafka_params)):
-            assert SECRET not in text
-            assert "'sasl.password': '***'" in text or "sasl.password" in text
+        for text in (repr(o), str(o), repr(o.kafka_params), str(o.kafka_params), repr(o.security),
+                     o.security.describe()):
+            assert SECRET not in text and "PlainLoginModule" not in text
+        assert o.security.password == SECRET + "5"
 
 
 def test_errors_never_show_secrets() -> None:

@@ -1,0 +1,160 @@
+"""One Apache Kafka node with every kind of secured listener, for the security tests.
+
+Listeners (one JVM, so the whole security suite pays one broker start):
+
+=========  ==============  ==========================================================
+PLAINTEXT  PLAINTEXT       inter-broker and the tests' admin client (User:ANONYMOUS, a
+                           super user): produce, create topics, SCRAM users and ACLs
+SASL       SASL_PLAINTEXT  PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+SSL        SSL             server authentication only (the client is User:ANONYMOUS)
+MTLS       SSL             ``ssl.client.auth=required`` (User:CN=groupkafka-client)
+SASLSSL    SASL_SSL        PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 over TLS
+=========  ==============  ==========================================================
+
+ACLs are enforced (StandardAuthorizer, nothing allowed without an ACL). ``alice`` (PLAIN),
+``bob`` (SCRAM) and the mTLS client are super users; ``carol``, ``dave`` and ``erin`` (PLAIN)
+have only the ACLs a test grants. Certificates come from :func:`tlsfiles.make_pki`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+
+from spark_groupsource.devbroker._kafka import KafkaCluster
+from tlsfiles import STORE_PASSWORD, Pki, make_pki
+
+PASSWORDS = {
+    "alice": "alice-Pw-4411",
+    "bob": "bob-Pw-9902",
+    "carol": "carol-Pw-1357",
+    "dave": "dave-Pw-2468",
+    "erin": "erin-Pw-8642",
+}
+PLAIN_USERS = ("alice", "carol", "dave", "erin")
+SCRAM_USERS = ("bob", "carol")
+LISTENERS = {"SASL": "SASL_PLAINTEXT", "SSL": "SSL", "MTLS": "SSL", "SASLSSL": "SASL_SSL"}
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+
+def jaas(mechanism: str, user: str, password: str | None = None) -> str:
+    module = PLAIN_MODULE if mechanism == "PLAIN" else SCRAM_MODULE
+    return f'{module} required username="{user}" password="{password or PASSWORDS[user]}";'
+
+
+def _broker_config(pki: Pki) -> dict[str, str]:
+    plain_users = " ".join(f'user_{u}="{PASSWORDS[u]}"' for u in PLAIN_USERS)
+    cfg = {
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": pki.broker_keystore_pem,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": pki.ca_pem,
+        "listener.name.mtls.ssl.client.auth": "required",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:ANONYMOUS;User:alice;User:bob;{pki.client_principal}",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    for listener in ("sasl", "saslssl"):
+        cfg[f"listener.name.{listener}.plain.sasl.jaas.config"] = f"{PLAIN_MODULE} required {plain_users};"
+        for mech in ("scram-sha-256", "scram-sha-512"):
+            cfg[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = f"{SCRAM_MODULE} required;"
+    return cfg
+
+
+@dataclass
+class SecureKafka:
+    cluster: KafkaCluster
+    pki: Pki
+    directory: str | None = None  # deleted by close() (made by start_secure_kafka)
+
+    @property
+    def admin_bootstrap(self) -> str:
+        """The PLAINTEXT listener (super user): for producing and checking, never under test."""
+        return self.cluster.bootstrap
+
+    def listener(self, name: str) -> str:
+        return self.cluster.listener_bootstrap(name)
+
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.admin_bootstrap, "log_level": 0})
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        admin = self.admin()  # must outlive the future
+        admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[name].result(timeout=60)
+
+    def grant(self, principal: str, resource: str, name: str, *operations: str) -> None:
+        """ALLOW ``operations`` (READ, DESCRIBE, ...) on a literal TOPIC/GROUP for ``principal``,
+        and wait until the broker's authorizer has them."""
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclBindingFilter,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        rtype = ResourceType[resource]
+        bindings = [AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", AclOperation[op],
+                               AclPermissionType.ALLOW) for op in operations]
+        admin = self.admin()
+        for fut in admin.create_acls(bindings, request_timeout=30).values():
+            fut.result(timeout=60)
+        flt = AclBindingFilter(rtype, name, ResourcePatternType.LITERAL, principal, None, AclOperation.ANY,
+                               AclPermissionType.ANY)
+        deadline = time.monotonic() + 30
+        while len(admin.describe_acls(flt, request_timeout=10).result(timeout=20)) < len(bindings):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"ACLs for {principal} on {resource} {name} not visible after 30 s")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        self.cluster.close()
+        if self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def start_secure_kafka(directory: str | None = None) -> SecureKafka:
+    """Make the certificates, start the node, create the SCRAM users (raises DevBrokerError)."""
+    own = directory is None
+    directory = directory or tempfile.mkdtemp(prefix="groupkafka-secure-")
+    pki = make_pki(os.path.join(directory, "pki"))
+    cluster = KafkaCluster(1, config=_broker_config(pki), workdir=os.path.join(directory, "kafka"),
+                           extra_listeners=LISTENERS)
+    try:
+        cluster.start()
+        sk = SecureKafka(cluster, pki, directory if own else None)
+        _create_scram_users(sk)
+    except BaseException:
+        cluster.close()
+        if own:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return sk
+
+
+def _create_scram_users(sk: SecureKafka) -> None:
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    for mech in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+        upserts = [UserScramCredentialUpsertion(u, ScramCredentialInfo(mech, 4096), PASSWORDS[u].encode())
+                   for u in SCRAM_USERS]
+        admin = sk.admin()  # must outlive the futures; a user once per request (else DUPLICATE_RESOURCE)
+        for fut in admin.alter_user_scram_credentials(upserts).values():
+            fut.result(timeout=60)
+
+
+__all__ = ["PASSWORDS", "STORE_PASSWORD", "SecureKafka", "jaas", "start_secure_kafka"]
