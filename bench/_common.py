@@ -8,7 +8,9 @@ broker is too, and is left out (it is the server, not the reader).
 
 from __future__ import annotations
 
+import glob
 import os
+import random
 import sys
 import time
 from collections.abc import Iterable
@@ -23,28 +25,52 @@ if ROOT not in sys.path:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def spark_session(cores: int):
+def spark_kafka_jars() -> tuple[list[str], str | None]:
+    """Spark's own Kafka source (``format("kafka")``): its jars from ``lib/spark-kafka/`` plus
+    ``lib/clients/kafka-clients-*.jar`` of the shared Kafka (``$GROUPKAFKA_KAFKA_HOME`` or
+    ``../shared/kafka``), or ``([], why not)`` when they are not there."""
+    from spark_groupsource.devbroker._kafka import KAFKA_HOME_ENV, SHARED_KAFKA
+
+    home = os.environ.get(KAFKA_HOME_ENV, "").strip() or SHARED_KAFKA
+    source = sorted(glob.glob(os.path.join(home, "lib", "spark-kafka", "*.jar")))
+    clients = sorted(glob.glob(os.path.join(home, "lib", "clients", "kafka-clients-*.jar")))
+    if not source or not clients:
+        return [], (f"Spark's own Kafka source jars not found under {home} (want lib/spark-kafka/*.jar and "
+                    f"lib/clients/kafka-clients-*.jar; see ../shared/kafka/README.md)")
+    return source + clients, None
+
+
+def spark_session(cores: int, jars: Iterable[str] = ()):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1"))
+    jars = list(jars)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def produce(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, start: int = 0) -> None:
-    """``n`` records of ``value_size`` bytes, round-robin over the partitions, in large batches."""
+def produce(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, start: int = 0,
+            compression: str = "none") -> None:
+    """``n`` records of ``value_size`` bytes, round-robin over the partitions, in large batches
+    compressed with ``compression`` (the topic keeps the producer's codec: Kafka's default
+    ``compression.type=producer``)."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000,
-                  "queue.buffering.max.messages": 1_000_000, "log_level": 3})
-    value = b"v" * value_size
+                  "queue.buffering.max.messages": 1_000_000, "log_level": 3,
+                  "compression.codec": compression})
+    # hex text: compresses about 2:1 (a value of one repeated byte would make lz4 look free)
+    rng = random.Random(value_size)
+    values = [rng.randbytes((value_size + 1) // 2).hex()[:value_size].encode() for _ in range(256)]
     for i in range(start, start + n):
         while True:
             try:
-                p.produce(topic, value=value, key=b"k%d" % i, partition=i % partitions)
+                p.produce(topic, value=values[i & 255], key=b"k%d" % i, partition=i % partitions)
                 break
             except BufferError:
                 p.poll(0.05)
@@ -106,3 +132,8 @@ class Meter:
 
 def per_million(cpu_s: float, records: int) -> float:
     return cpu_s / records * 1e6
+
+
+def load_average() -> str:
+    """The machine's 1/5/15-minute load averages, as ``uptime`` prints them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
