@@ -92,10 +92,24 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return ppid, (utime + stime + cutime + cstime) / _TICK
 
 
-def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
-    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees.
-    A process that exited was counted into its parent's reaped-children time, so the difference
-    of two readings is the tree's CPU in between (less whatever an unreaped zombie used)."""
+def _kind(pid: int, root: int) -> str:
+    """Which part of the tree a process is: the bench process itself, Spark's JVM, a Python
+    process Spark started (daemon, workers, the streaming source's runner), or other."""
+    if pid == root:
+        return "bench"
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+    except OSError:
+        return "other"
+    return "jvm" if comm == "java" else "python" if comm.startswith("python") else "other"
+
+
+def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]:
+    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees,
+    per :func:`_kind`. A process that exited was counted into its parent's reaped-children
+    time, so the difference of two readings is the tree's CPU in between (less whatever an
+    unreaped zombie used; an exited Python worker counts where its parent does)."""
     stats = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and (s := _stat(int(name))) is not None:
@@ -103,31 +117,41 @@ def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    skip, total, todo = set(exclude), 0.0, [root]
+    skip, todo = set(exclude), [root]
+    total = {"bench": 0.0, "jvm": 0.0, "python": 0.0, "other": 0.0}
     while todo:
         pid = todo.pop()
         if pid in skip or pid not in stats:
             continue
-        total += stats[pid][1]
+        total[_kind(pid, root)] += stats[pid][1]
         todo.extend(children.get(pid, ()))
     return total
 
 
+def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
+    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees."""
+    return sum(tree_cpu_by_kind(root, exclude).values())
+
+
 class Meter:
-    """Wall and CPU seconds of this process's tree (less ``exclude``) between start and stop."""
+    """Wall and CPU seconds of this process's tree (less ``exclude``) between start and stop;
+    ``by_kind``: the CPU split into the bench process, Spark's JVM and Spark's Python processes."""
 
     def __init__(self, exclude: Iterable[int] = ()):
         self.exclude = tuple(exclude)
         self.wall = self.cpu = 0.0
+        self.by_kind: dict[str, float] = {}
 
     def __enter__(self) -> Meter:
-        self._cpu0 = tree_cpu_seconds(os.getpid(), self.exclude)
+        self._cpu0 = tree_cpu_by_kind(os.getpid(), self.exclude)
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self._t0
-        self.cpu = tree_cpu_seconds(os.getpid(), self.exclude) - self._cpu0
+        end = tree_cpu_by_kind(os.getpid(), self.exclude)
+        self.by_kind = {k: end[k] - self._cpu0[k] for k in end}
+        self.cpu = sum(self.by_kind.values())
 
 
 def per_million(cpu_s: float, records: int) -> float:

@@ -15,7 +15,8 @@ order flips every round so that a drift in the machine's load hits both. Best of
 Per reader: the whole run (``start()`` to termination: group join, first plan, final commit),
 the time inside the micro-batches' ``addBatch`` (the executors' fetch into the sink) and the
 CPU seconds per million records of the bench's process tree (Spark's JVM, its Python workers,
-the streaming source's runner; the broker excluded, see _common.py). Ratios are groupkafka over
+the streaming source's runner; the broker excluded, see _common.py), and how much of it was
+Spark's JVM and how much Spark's Python processes. Ratios are groupkafka over
 Spark's source: throughput (higher is better), CPU per record (lower is better). The load
 average is printed with every run: figures from a loaded machine are noise, not results.
 
@@ -63,6 +64,8 @@ class Run:
     batches: int
     cpu: float | None
     load: str
+    jvm: float = 0.0  # CPU seconds of Spark's JVM
+    python: float = 0.0  # CPU seconds of Spark's Python processes (workers, the source's runner)
 
     @property
     def rate(self) -> float:
@@ -133,7 +136,8 @@ def query(spark, reader: str, bootstrap: str, topic: str, n: int, max_offsets: i
     with_data = [p for p in progress if p["numInputRows"]]
     add_batch = sum(p["durationMs"].get("addBatch", 0) for p in with_data) / 1000
     triggers = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
-    return Run(reader, n, m.wall, add_batch, triggers, len(with_data), m.cpu, f"{load} -> {load_average()}")
+    return Run(reader, n, m.wall, add_batch, triggers, len(with_data), m.cpu, f"{load} -> {load_average()}",
+               m.by_kind["jvm"], m.by_kind["python"])
 
 
 def best(runs: list[Run]) -> dict[str, float]:
@@ -145,10 +149,11 @@ def best(runs: list[Run]) -> dict[str, float]:
 
 def _print_runs(runs: list[Run]) -> None:
     print(f"  {'reader':<24}{'whole s':>9}{'rec/s':>11}{'addBatch s':>12}{'rec/s':>11}{'outside s':>11}"
-          f"{'batches':>9}{'CPU-s/M':>9}   load (1/5/15 min) before -> after")
+          f"{'batches':>9}{'CPU-s/M':>9}{'of it JVM':>10}{'Python':>8}   load (1/5/15 min) before -> after")
     for r in runs:
         print(f"  {r.reader:<24}{r.wall:>9.2f}{r.rate:>11,.0f}{r.add_batch:>12.2f}{r.batch_rate:>11,.0f}"
-              f"{r.outside:>11.2f}{r.batches:>9}{per_million(r.cpu, r.records):>9.2f}   {r.load}")
+              f"{r.outside:>11.2f}{r.batches:>9}{per_million(r.cpu, r.records):>9.2f}"
+              f"{per_million(r.jvm, r.records):>10.2f}{per_million(r.python, r.records):>8.2f}   {r.load}")
 
 
 def main(argv=None) -> int:
