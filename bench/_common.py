@@ -79,8 +79,9 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int, value_size: int
         raise RuntimeError(f"{left} records not delivered to {topic}")
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds incl. reaped children) of one process, None if it is gone."""
+def _stat(pid: int) -> tuple[int, float, float] | None:
+    """(parent pid, own CPU seconds, CPU seconds of reaped children) of one process, None if
+    it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
@@ -89,7 +90,7 @@ def _stat(pid: int) -> tuple[int, float] | None:
     fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
     ppid = int(fields[1])
     utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return ppid, (utime + stime + cutime + cstime) / _TICK
+    return ppid, (utime + stime) / _TICK, (cutime + cstime) / _TICK
 
 
 def _kind(pid: int, root: int) -> str:
@@ -109,13 +110,14 @@ def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]
     """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees,
     per :func:`_kind`. A process that exited was counted into its parent's reaped-children
     time, so the difference of two readings is the tree's CPU in between (less whatever an
-    unreaped zombie used; an exited Python worker counts where its parent does)."""
+    unreaped zombie used); reaped time counts as Python's (Spark's JVM only starts Python
+    processes), so a worker or runner that exits between two readings stays on the Python side."""
     stats = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and (s := _stat(int(name))) is not None:
             stats[int(name)] = s
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
+    for pid, (ppid, _, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
     skip, todo = set(exclude), [root]
     total = {"bench": 0.0, "jvm": 0.0, "python": 0.0, "other": 0.0}
@@ -123,7 +125,12 @@ def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]
         pid = todo.pop()
         if pid in skip or pid not in stats:
             continue
-        total[_kind(pid, root)] += stats[pid][1]
+        _, own, reaped = stats[pid]
+        kind = _kind(pid, root)
+        total[kind] += own
+        # what exited children used: those of the bench, of Spark's JVM and of its Python
+        # daemon are Python processes (workers, the source's runner, the bench's readers)
+        total["python" if kind in ("bench", "jvm", "python") else kind] += reaped
         todo.extend(children.get(pid, ()))
     return total
 
