@@ -1,16 +1,22 @@
-"""Per-trigger cost of many small micro-batches: what the driver spends per trigger (planning
-and the commit hook) as a ratio to the same run's fetch time.
+"""Per-trigger driver cost of many small micro-batches, groupkafka against Spark's own Kafka
+source (``format("kafka")``) side by side in one run.
 
-One query owns a topic of 1,000 partitions (processingTime trigger, noop sink, local[N]) while
-a producer writes a few records per trigger to random partitions. Every trigger the driver asks
-the group's offsets and the ends of all 1,000 partitions, commits the previous batch, and plans
-one task per partition that has new records. From Spark's progress of each batch with data:
+A topic of 1,000 partitions gets a few records per trigger (a producer thread writes ``--rate``
+records/s to random partitions throughout). Each reader in turn runs a query (processingTime
+trigger, startingOffsets=latest, noop sink, local[N], the same Spark session); the order flips
+every round; best of ``--rounds``. Every trigger groupkafka's driver asks the ends of all 1,000
+partitions, commits the previous batch to the group and plans one task per partition with new
+records; Spark's source lists the ends of all partitions and plans the same tasks. From Spark's
+progress of each batch with data (mean ms):
 
-  driver: latestOffset (the connector's planning and commit hook) + queryPlanning (input
-          partitions) + getBatch + walCommit + commitOffsets (Spark's offset and commit logs)
-  fetch:  addBatch (the executors' fetch into the sink)
+  source driver:  latestOffset (the source's planning; groupkafka's group commit too when the
+                  previous batch's commit is still to do) + walCommit (Spark's offset log, during
+                  which Spark calls the source's commit of the previous batch)
+  driver total:   the above + queryPlanning (input partitions) + getBatch + commitOffsets
+  fetch:          addBatch (the executors' fetch into the sink)
 
-    python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 30]
+    python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 20]
+                                  [--rounds 2] [--backend kafka]
 """
 
 from __future__ import annotations
@@ -28,12 +34,18 @@ import time
 from confluent_kafka import Producer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Meter, produce, spark_session  # noqa: E402
+from _common import Meter, load_average, produce, spark_kafka_jars, spark_session  # noqa: E402
 
-from spark_groupsource.devbroker import DevBroker  # noqa: E402
+from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
 
 WARMUP_BATCHES = 5
 DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commitOffsets")
+#: from latestOffset to the end of the commit, Spark's own planning (queryPlanning) excluded:
+#: latestOffset (the source's planning; groupkafka commits the previous batch to the group
+#: there), getBatch, walCommit (Spark's offset log; Spark calls the source's commit of the
+#: previous batch in it) and commitOffsets (Spark's commit log)
+SOURCE_PARTS = ("latestOffset", "getBatch", "walCommit", "commitOffsets")
+SPARK, OURS = "spark kafka", "groupkafka"
 
 
 def trickle(bootstrap: str, topic: str, partitions: int, rate: float, stop: threading.Event) -> None:
@@ -60,10 +72,55 @@ def _wait_batches(q, after: int, n: int, deadline: float) -> int:
 
 
 def _partitions_read(progress: dict) -> int:
-    """Partitions whose range in the batch's end offset is non-empty (each becomes one task)."""
-    end = progress["sources"][0]["endOffset"]
-    end = json.loads(end) if isinstance(end, str) else end
-    return sum(1 for parts in end["ranges"].values() for lo, hi in parts.values() if hi > lo)
+    """Partitions with new records in the batch (each becomes one task): groupkafka's end offset
+    holds the ranges; Spark's source has ``{topic: {partition: offset}}`` at start and end."""
+    src = progress["sources"][0]
+    start, end = (json.loads(x) if isinstance(x, str) else x for x in (src["startOffset"], src["endOffset"]))
+    if "ranges" in end:
+        return sum(1 for parts in end["ranges"].values() for lo, hi in parts.values() if hi > lo)
+    return sum(1 for t, parts in end.items() for p, hi in parts.items() if hi > (start or {}).get(t, {}).get(p, hi))
+
+
+def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigger_ms: int, session_ms: int,
+            exclude: list[int]) -> dict:
+    """Run ``reader``'s query (processingTime trigger, startingOffsets=latest, noop sink) while
+    the trickle goes on: wait for its first batch with data and the warm-up, then measure
+    ``batches`` batches with data."""
+    fmt = "kafka" if reader == SPARK else "groupkafka"
+    r = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+         .option("startingOffsets", "latest"))
+    if reader == OURS:
+        r = (r.option("kafka.group.id", f"bench-small-{time.time_ns()}")
+             .option("kafka.session.timeout.ms", str(session_ms)))
+    df = r.load()
+    with tempfile.TemporaryDirectory() as ck:
+        q = (df.writeStream.format("noop").option("checkpointLocation", ck)
+             .trigger(processingTime=f"{trigger_ms} milliseconds").start())
+        try:
+            first = _wait_batches(q, -1, 1, time.monotonic() + 600)
+            warm = _wait_batches(q, first, WARMUP_BATCHES, time.monotonic() + 600)
+            load = load_average()
+            with Meter(exclude) as meter:
+                _wait_batches(q, warm, batches, time.monotonic() + 600)
+                progress = [p for p in q.recentProgress if p["batchId"] > warm]
+        finally:
+            spark.sparkContext.setLogLevel("OFF")  # stop() interrupts a running task: a stack trace, no fault
+            q.stop()
+            spark.sparkContext.setLogLevel("ERROR")
+    with_data = [p for p in progress if p["numInputRows"] > 0]
+    if len(with_data) < batches:
+        raise SystemExit(f"{reader}: only {len(with_data)} batches with data in {meter.wall:.0f}s (time limit): "
+                         "the machine is too busy, or raise --rate")
+    part_ms = {k: statistics.mean(p["durationMs"].get(k, 0) for p in with_data) for k in (*DRIVER_PARTS, "addBatch")}
+    return {
+        "reader": reader, "load": f"{load} -> {load_average()}", "triggers": len(progress), "batches": len(with_data),
+        "rows": statistics.mean(p["numInputRows"] for p in with_data),
+        "tasks": statistics.mean(_partitions_read(p) for p in with_data),
+        "parts": part_ms, "driver": sum(part_ms[k] for k in DRIVER_PARTS),
+        "source": sum(part_ms[k] for k in SOURCE_PARTS),
+        "trigger": statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in with_data),
+        "cpu_ms": meter.cpu / max(1, len(progress)) * 1000, "wall": meter.wall,
+    }
 
 
 def main(argv=None) -> int:
@@ -71,64 +128,62 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--rate", type=float, default=3.0, help="records/s produced (default 3)")
     ap.add_argument("--trigger-ms", type=int, default=1000)
-    ap.add_argument("--batches", type=int, default=30, help="measured batches with data, after the warm-up")
+    ap.add_argument("--batches", type=int, default=20, help="measured batches with data per run, after the warm-up")
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each reader (best of), order alternating")
     ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--backend", default="mock", choices=["mock", "tansu"])
+    ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"],
+                    help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
     args = ap.parse_args(argv)
-    spark = spark_session(args.cores)
+    if args.backend == "kafka" and (why := kafka_missing()):
+        print(f"SKIPPED the side-by-side against Spark's own Kafka source: {why}. "
+              "Run with --backend mock for groupkafka alone.")
+        return 0
+    jars, why = spark_kafka_jars() if args.backend == "kafka" else ([], "the mock backend runs groupkafka alone")
+    readers = [SPARK, OURS] if jars else [OURS]
+    if why:
+        print(f"Spark's own Kafka source is left out: {why}")
+    spark = spark_session(args.cores, jars)
     topic = "small"
+    runs = []
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
         produce(broker.bootstrap, topic, 1, 1, 100)
         stop = threading.Event()
         producer = threading.Thread(target=trickle, args=(broker.bootstrap, topic, args.partitions, args.rate, stop),
                                     daemon=True)
-        df = (spark.readStream.format("groupkafka")
-              .option("kafka.bootstrap.servers", broker.bootstrap)
-              .option("kafka.group.id", f"bench-small-{time.time_ns()}")
-              .option("subscribe", topic)
-              .option("startingOffsets", "earliest")
-              .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
-              .load())
-        with tempfile.TemporaryDirectory() as ck:
-            q = (df.writeStream.format("noop").option("checkpointLocation", ck)
-                 .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
-            # the first batch reads one record (the group is joined, Python workers start);
-            # the trickle starts after it, so no backlog of one task per partition piles up
-            first = _wait_batches(q, -1, 1, time.monotonic() + 600)
-            producer.start()
-            warm = _wait_batches(q, first, WARMUP_BATCHES, time.monotonic() + 600)
-            with Meter([broker.pid] if broker.pid else []) as meter:
-                _wait_batches(q, warm, args.batches, time.monotonic() + 600)
-                progress = [p for p in q.recentProgress if p["batchId"] > warm]
-            q.stop()
+        producer.start()
+        exclude = [broker.pid] if broker.pid else []
+        try:
+            for rnd in range(args.rounds):
+                for reader in (readers if rnd % 2 == 0 else readers[::-1]):
+                    runs.append(measure(spark, reader, broker.bootstrap, topic, args.batches, args.trigger_ms,
+                                        broker.recommended_session_timeout_ms, exclude))
+        finally:
             stop.set()
             producer.join(30)
-        spark.stop()  # before the broker: the workers' cached consumers would retry it
-    batches = [p for p in progress if p["numInputRows"] > 0]
-    if len(batches) < args.batches:
-        print(f"only {len(batches)} batches with data in {meter.wall:.0f}s (time limit): the machine is "
-              "too busy, or raise --rate")
-        return 1
-    rows = [p["numInputRows"] for p in batches]
-    tasks = statistics.mean(_partitions_read(p) for p in batches)
-    part_ms = {k: statistics.mean(p["durationMs"].get(k, 0) for p in batches) for k in (*DRIVER_PARTS, "addBatch")}
-    trigger_ms = statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in batches)
-    driver = sum(part_ms[k] for k in DRIVER_PARTS)
-    fetch = part_ms["addBatch"]
-    print(f"{args.partitions:,} partitions, {len(progress)} triggers in {meter.wall:.0f}s, {len(batches)} with data, "
-          f"{statistics.mean(rows):.1f} records per batch (median {statistics.median(rows):.0f}), local[{args.cores}], "
-          f"{args.backend}")
-    print(f"{'per batch with data (mean ms)':<40}{'ms':>9}")
-    for k in DRIVER_PARTS:
-        print(f"  driver: {k:<30}{part_ms[k]:>9.1f}")
-    print(f"  {'driver total':<38}{driver:>9.1f}")
-    print(f"  {'fetch (addBatch)':<38}{fetch:>9.1f}")
-    print(f"  {'triggerExecution':<38}{trigger_ms:>9.1f}")
-    print(f"{tasks:.1f} partitions with new records per batch (one task each): fetch {fetch / tasks:.0f} ms "
-          f"per task")
-    print(f"CPU: {meter.cpu / max(1, len(progress)) * 1000:.0f} ms per micro-batch over the measured run "
-          f"(Spark JVM, Python workers and the bench process with its producer; broker excluded)")
-    print(f"ratio driver (planning + commit) / fetch: {driver / fetch:.2f}")
+            spark.stop()  # before the broker: the workers' cached consumers would retry it
+    print(f"{args.partitions:,} partitions on {args.backend}, {args.rate:g} records/s to random partitions, "
+          f"processingTime {args.trigger_ms} ms, startingOffsets=latest, local[{args.cores}], noop sink; "
+          f"per run {args.batches} batches with data after {WARMUP_BATCHES} warm-up, best of {args.rounds}")
+    cols = (*DRIVER_PARTS, "addBatch")
+    print(f"  {'reader (mean ms per batch with data)':<38}" + "".join(f"{k:>15}" for k in cols)
+          + f"{'to commit':>12}{'driver':>9}{'trigger':>9}{'rec/batch':>10}{'tasks':>7}{'CPU ms/trig':>12}"
+          "   load (1/5/15 min) before -> after")
+    for r in runs:
+        print(f"  {r['reader']:<38}" + "".join(f"{r['parts'][k]:>15.1f}" for k in cols)
+              + f"{r['source']:>12.1f}{r['driver']:>9.1f}{r['trigger']:>9.1f}{r['rows']:>10.1f}{r['tasks']:>7.1f}"
+              f"{r['cpu_ms']:>12.0f}   {r['load']}")
+    best = {reader: {k: min(r[k] for r in runs if r["reader"] == reader) for k in ("source", "driver", "trigger",
+                                                                                   "cpu_ms")}
+            for reader in readers}
+    ours = best[OURS]
+    print(f"groupkafka best: per-trigger driver cost from latestOffset to the end of the commit (queryPlanning "
+          f"excluded) {ours['source']:.0f} ms, driver total {ours['driver']:.0f} ms, trigger {ours['trigger']:.0f} ms")
+    if SPARK in best:
+        theirs = best[SPARK]
+        print(f"ratio groupkafka / Spark's source, best of {args.rounds}: driver cost (queryPlanning excluded) "
+              f"{ours['source'] / theirs['source']:.2f}x (goal <= 1), driver total "
+              f"{ours['driver'] / theirs['driver']:.2f}x, whole trigger {ours['trigger'] / theirs['trigger']:.2f}x, "
+              f"CPU per trigger {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
     return 0
 
 

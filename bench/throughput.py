@@ -1,24 +1,28 @@
-"""Read throughput of a groupkafka streaming query against two plain confluent-kafka readers,
-all measured in the same run on the same records.
+"""Read throughput and CPU per record of groupkafka against Spark's own Kafka source
+(``format("kafka")``), side by side in one run on the same records, plus a count-only ceiling.
+
+Each workload is one topic (same partitions for every reader); in each round the two readers
+run one after the other in the same Spark session (``local[N]``), ``Trigger.AvailableNow`` into
+the ``noop`` sink, with the same ``maxOffsetsPerTrigger`` and ``startingOffsets=earliest``; the
+order flips every round so that a drift in the machine's load hits both. Best of ``--rounds``.
 
   count-only ceiling:  one confluent-kafka consumer that only counts records (what one client
-                       gets out of this broker; on the mock, the broker is the limit);
-  hand-made reader:    as many processes as the query has cores (local[N]), each consuming its
-                       share of the partitions and building the same Arrow batches the connector
-                       builds (what a user could write by hand with the same hardware);
-  groupkafka:          a streaming query, Trigger.AvailableNow, into the noop sink, local[N];
-                       whole run (start, group join, micro-batches, commit) and inside
-                       micro-batches (Spark's triggerExecution: planning, fetch, sink).
+                       gets out of this broker);
+  Spark's source:      ``format("kafka")``, its jars from ../shared/kafka/lib/spark-kafka/ and
+                       lib/clients/ (skipped, saying so, when they are missing);
+  groupkafka:          ``format("groupkafka")``.
 
-Prints records/s and CPU-seconds per million records for each (CPU of every process involved,
-the broker excluded; see _common.py), and the query's ratios to both baselines. Ratios, not
-seconds, because these machines are noisy.
+Per reader: the whole run (``start()`` to termination: group join, first plan, final commit),
+the time inside the micro-batches' ``addBatch`` (the executors' fetch into the sink) and the
+CPU seconds per million records of the bench's process tree (Spark's JVM, its Python workers,
+the streaming source's runner; the broker excluded, see _common.py), and how much of it was
+Spark's JVM and how much Spark's Python processes. Ratios are groupkafka over
+Spark's source: throughput (higher is better), CPU per record (lower is better). The load
+average is printed with every run: figures from a loaded machine are noise, not results.
 
-    python bench/throughput.py [--records 500000] [--partitions 16] [--cores 2] [--backend mock]
-
-The mock keeps about 5 MB per partition (older records are deleted, like retention), so the
-defaults keep each partition under that. Tansu reports a partition's end as its last produce
-batch's base offset + 1, so the bench runs on the mock by default.
+    python bench/throughput.py [--workloads 100,1k,100-lz4,1k-lz4] [--scale 1.0] [--rounds 2]
+                               [--partitions 8] [--cores 2] [--max-offsets-per-trigger 250000]
+                               [--backend kafka]
 """
 
 from __future__ import annotations
@@ -27,38 +31,54 @@ import argparse
 import multiprocessing as mp
 import os
 import resource
+import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
-import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Meter, per_million, produce, spark_session  # noqa: E402
+from _common import Meter, load_average, per_million, produce, spark_kafka_jars, spark_session  # noqa: E402
 
-from spark_groupsource.devbroker import DevBroker  # noqa: E402
-from spark_groupsource.schema import arrow_schema  # noqa: E402
+from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
+
+#: name -> (value bytes, records at --scale 1, producer compression)
+WORKLOADS = {
+    "100": (100, 1_000_000, "none"),
+    "1k": (1000, 300_000, "none"),
+    "100-lz4": (100, 1_000_000, "lz4"),
+    "1k-lz4": (1000, 300_000, "lz4"),
+}
+SPARK, OURS = "spark kafka", "groupkafka"
 
 
 @dataclass(frozen=True)
-class Result:
-    label: str
-    seconds: float
+class Run:
+    reader: str
     records: int
-    cpu_s: float | None
+    wall: float  # start() to termination
+    add_batch: float  # sum of addBatch over the batches with data
+    triggers: float  # sum of triggerExecution over every batch
+    batches: int
+    cpu: float | None
+    load: str
+    jvm: float = 0.0  # CPU seconds of Spark's JVM
+    python: float = 0.0  # CPU seconds of Spark's Python processes (workers, the source's runner)
 
     @property
     def rate(self) -> float:
-        return self.records / self.seconds
+        return self.records / self.wall
 
+    @property
+    def batch_rate(self) -> float:
+        return self.records / self.add_batch
 
-def _consumer(bootstrap: str, topic: str, parts: list[int]) -> Consumer:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-baseline", "log_level": 3,
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in parts])
-    return c
+    @property
+    def outside(self) -> float:
+        """Seconds of the run outside micro-batches: start, group join, final commit, stop."""
+        return self.wall - self.triggers
 
 
 def _cpu_self() -> float:
@@ -66,121 +86,145 @@ def _cpu_self() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _read_share(bootstrap: str, topic: str, parts: list[int], arrow: bool, barrier, out) -> None:
-    """One reader process: consume ``parts`` to their end, counting or building Arrow batches
-    of up to 10,000 rows; reports (start, end, CPU seconds, records) through ``out``."""
-    c = _consumer(bootstrap, topic, parts)
-    schema = arrow_schema(False)
-    barrier.wait()
-    cpu0, t0 = _cpu_self(), time.time()
+def _count_all(bootstrap: str, topic: str, partitions: int, out) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ceiling", "log_level": 3,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    cpu0, t0 = _cpu_self(), time.perf_counter()
     got, eof = 0, set()
-    while len(eof) < len(parts):
-        msgs = c.consume(10000, timeout=1.0)
-        if not arrow:
-            for m in msgs:
-                if m.error():
-                    eof.add(m.partition())
-                else:
-                    got += 1
-            continue
-        keys, values, tps, ps, offs, ts, tts = [], [], [], [], [], [], []
-        for m in msgs:
+    while len(eof) < partitions:
+        for m in c.consume(10000, timeout=1.0):
             if m.error():
                 eof.add(m.partition())
-                continue
-            keys.append(m.key())
-            values.append(m.value())
-            tps.append(m.topic())
-            ps.append(m.partition())
-            offs.append(m.offset())
-            t, stamp = m.timestamp()
-            ts.append(stamp * 1000)
-            tts.append(t - 1 if t else 0)
-        if keys:
-            pa.RecordBatch.from_arrays(
-                [pa.array(keys, pa.binary()), pa.array(values, pa.binary()), pa.array(tps, pa.string()),
-                 pa.array(ps, pa.int32()), pa.array(offs, pa.int64()),
-                 pa.array(ts, pa.int64()).cast(pa.timestamp("us", tz="UTC")), pa.array(tts, pa.int32())],
-                schema=schema)
-            got += len(keys)
-    out.put((t0, time.time(), _cpu_self() - cpu0, got))
+            else:
+                got += 1
+    out.put((time.perf_counter() - t0, _cpu_self() - cpu0, got))
     c.close()
 
 
-def plain_readers(bootstrap: str, topic: str, partitions: int, processes: int, n: int, arrow: bool,
-                  label: str) -> Result:
-    """``processes`` reader processes started together (a barrier), partitions dealt round-robin;
-    the time is from the first start to the last finish."""
+def ceiling(bootstrap: str, topic: str, partitions: int, n: int, load: str) -> Run:
+    """One confluent-kafka consumer (its own process) counting every record of the topic."""
     ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(processes), ctx.Queue()
-    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
-    procs = [ctx.Process(target=_read_share, args=(bootstrap, topic, s, arrow, barrier, out)) for s in shares]
-    for p in procs:
-        p.start()
-    reports = [out.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(60)
-    got = sum(r[3] for r in reports)
-    assert got == n, f"{label} read {got} of {n}"
-    return Result(label, max(r[1] for r in reports) - min(r[0] for r in reports), got,
-                  sum(r[2] for r in reports))
+    out = ctx.Queue()
+    proc = ctx.Process(target=_count_all, args=(bootstrap, topic, partitions, out))
+    proc.start()
+    wall, cpu, got = out.get(timeout=600)
+    proc.join(60)
+    assert got == n, f"count-only read {got} of {n}"
+    return Run("librdkafka count-only", n, wall, wall, wall, 0, cpu, load)
 
 
-def groupkafka(spark, bootstrap: str, topic: str, n: int, session_ms: int, exclude: list[int],
-               cores: int) -> tuple[Result, Result]:
-    """The whole run (``start()`` to termination) and the part inside micro-batches."""
-    df = (spark.readStream.format("groupkafka")
-          .option("kafka.bootstrap.servers", bootstrap)
-          .option("kafka.group.id", f"bench-{time.time_ns()}")
-          .option("subscribe", topic)
-          .option("startingOffsets", "earliest")
-          .option("kafka.session.timeout.ms", str(session_ms))
-          .load())
+def query(spark, reader: str, bootstrap: str, topic: str, n: int, max_offsets: int, session_ms: int,
+          exclude: list[int]) -> Run:
+    """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
+    fmt = "kafka" if reader == SPARK else "groupkafka"
+    r = (spark.readStream.format(fmt)
+         .option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic)
+         .option("startingOffsets", "earliest")
+         .option("maxOffsetsPerTrigger", str(max_offsets)))
+    if reader == OURS:
+        r = r.option("kafka.group.id", f"bench-{time.time_ns()}").option("kafka.session.timeout.ms", str(session_ms))
+    df = r.load()
+    load = load_average()
     with tempfile.TemporaryDirectory() as ck, Meter(exclude) as m:
         q = df.writeStream.format("noop").option("checkpointLocation", ck).trigger(availableNow=True).start()
         q.awaitTermination()
     progress = q.recentProgress
     rows = sum(p["numInputRows"] for p in progress)
-    in_batches = sum(p["durationMs"].get("triggerExecution", 0) for p in progress if p["numInputRows"]) / 1000
-    assert rows == n, f"groupkafka read {rows} of {n}"
-    return (Result(f"groupkafka AvailableNow -> noop, local[{cores}]", m.wall, n, m.cpu),
-            Result("  inside micro-batches", in_batches, n, None))
+    assert rows == n, f"{reader} read {rows} of {n}"
+    with_data = [p for p in progress if p["numInputRows"]]
+    add_batch = sum(p["durationMs"].get("addBatch", 0) for p in with_data) / 1000
+    triggers = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return Run(reader, n, m.wall, add_batch, triggers, len(with_data), m.cpu, f"{load} -> {load_average()}",
+               m.by_kind["jvm"], m.by_kind["python"])
+
+
+def best(runs: list[Run]) -> dict[str, float]:
+    """Best of the rounds, per measure (fastest whole run, fastest addBatch, least CPU)."""
+    return {"wall": min(r.wall for r in runs), "rate": max(r.rate for r in runs),
+            "batch_rate": max(r.batch_rate for r in runs), "outside": min(r.outside for r in runs),
+            "cpu_m": min(per_million(r.cpu, r.records) for r in runs)}
+
+
+def _print_runs(runs: list[Run]) -> None:
+    print(f"  {'reader':<24}{'whole s':>9}{'rec/s':>11}{'addBatch s':>12}{'rec/s':>11}{'outside s':>11}"
+          f"{'batches':>9}{'CPU-s/M':>9}{'of it JVM':>10}{'Python':>8}   load (1/5/15 min) before -> after")
+    for r in runs:
+        print(f"  {r.reader:<24}{r.wall:>9.2f}{r.rate:>11,.0f}{r.add_batch:>12.2f}{r.batch_rate:>11,.0f}"
+              f"{r.outside:>11.2f}{r.batches:>9}{per_million(r.cpu, r.records):>9.2f}"
+              f"{per_million(r.jvm, r.records):>10.2f}{per_million(r.python, r.records):>8.2f}   {r.load}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=500_000)
-    ap.add_argument("--partitions", type=int, default=16)
-    ap.add_argument("--value-size", type=int, default=100)
-    ap.add_argument("--cores", type=int, default=2, help="the query's local[N] and the hand-made reader's processes")
-    ap.add_argument("--backend", default="mock", choices=["mock", "tansu"])
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every workload's record count")
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each reader per workload (best of)")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--cores", type=int, default=2, help="the Spark session's local[N]")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000, help="the same for both readers")
+    ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"],
+                    help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
     args = ap.parse_args(argv)
-    spark = spark_session(args.cores)
-    topic, n = "bench", args.records
-    with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
-        t0 = time.perf_counter()
-        produce(broker.bootstrap, topic, n, args.partitions, args.value_size)
-        print(f"prepared {n:,} records x {args.value_size} B in {args.partitions} partitions "
-              f"on {args.backend} in {time.perf_counter() - t0:.1f}s")
+    names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in names if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
+    if args.backend == "kafka" and (why := kafka_missing()):
+        print(f"SKIPPED the side-by-side against Spark's own Kafka source: {why}. "
+              "Run with --backend mock for groupkafka alone.")
+        return 0
+    jars, why = spark_kafka_jars() if args.backend == "kafka" else ([], "the mock backend runs groupkafka alone")
+    readers = [SPARK, OURS] if jars else [OURS]
+    if why:
+        print(f"Spark's own Kafka source is left out: {why}")
+    spark = spark_session(args.cores, jars)
+    topics = {f"bench-{w}": args.partitions for w in names}
+    summary = []
+    with DevBroker(args.backend, topics=topics) as broker:
         exclude = [broker.pid] if broker.pid else []
         session = broker.recommended_session_timeout_ms
-        groupkafka(spark, broker.bootstrap, topic, n, session, exclude, args.cores)  # warm-up
-        ceiling = plain_readers(broker.bootstrap, topic, args.partitions, 1, n, False,
-                                "confluent-kafka count-only, 1 process (ceiling)")
-        hand = plain_readers(broker.bootstrap, topic, args.partitions, args.cores, n, True,
-                             f"confluent-kafka -> Arrow, {args.cores} processes")
-        whole, inside = groupkafka(spark, broker.bootstrap, topic, n, session, exclude, args.cores)
+        print(f"{args.backend} broker, {args.partitions} partitions per topic, local[{args.cores}], both readers: "
+              f"Trigger.AvailableNow -> noop, startingOffsets=earliest, maxOffsetsPerTrigger="
+              f"{args.max_offsets_per_trigger:,}; best of {args.rounds}, order alternating")
+        for i, w in enumerate(names):
+            size, count, codec = WORKLOADS[w]
+            n, topic = max(1, int(count * args.scale)), f"bench-{w}"
+            t0 = time.perf_counter()
+            produce(broker.bootstrap, topic, n, args.partitions, size, compression=codec)
+            print(f"\n{w}: {n:,} records x {size} B, {codec} (produced in {time.perf_counter() - t0:.1f}s)")
+            if i == 0:  # warm-up: JVM classes, Python workers, the first consumer of each side
+                for reader in readers:
+                    query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger, session, exclude)
+            runs = [ceiling(broker.bootstrap, topic, args.partitions, n, load_average())]
+            for rnd in range(args.rounds):
+                for reader in (readers if rnd % 2 == 0 else readers[::-1]):
+                    runs.append(query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger,
+                                      session, exclude))
+            _print_runs(runs)
+            ours = best([r for r in runs if r.reader == OURS])
+            if SPARK in readers:
+                theirs = best([r for r in runs if r.reader == SPARK])
+                ratios = (ours["rate"] / theirs["rate"], ours["batch_rate"] / theirs["batch_rate"],
+                          ours["cpu_m"] / theirs["cpu_m"])
+                summary.append((w, n, size, codec, ours, theirs, ratios))
+                print(f"  groupkafka / Spark's source (best of {args.rounds}): throughput whole run {ratios[0]:.2f}x, "
+                      f"inside addBatch {ratios[1]:.2f}x, CPU per record {ratios[2]:.2f}x "
+                      f"(goal: throughput >= 1.5x, CPU <= 0.8x); outside micro-batches "
+                      f"{ours['outside']:.2f}s vs {theirs['outside']:.2f}s")
+            ceil = runs[0].rate
+            print(f"  groupkafka whole run / count-only ceiling: {ours['rate'] / ceil:.2f}")
         spark.stop()  # before the broker: the workers' cached consumers would retry it
-    print(f"{'reader':<52}{'seconds':>9}{'records/s':>12}{'CPU-s/M rec':>13}")
-    for r in (ceiling, hand, whole, inside):
-        cpu = f"{per_million(r.cpu_s, r.records):>13.2f}" if r.cpu_s is not None else f"{'':>13}"
-        print(f"{r.label:<52}{r.seconds:>9.2f}{r.rate:>12,.0f}{cpu}")
-    print(f"ratio groupkafka / hand-made reader: whole run {whole.rate / hand.rate:.2f}, "
-          f"inside micro-batches {inside.rate / hand.rate:.2f} (goal >= 0.8)")
-    print(f"ratio groupkafka / count-only ceiling: whole run {whole.rate / ceiling.rate:.2f}, "
-          f"inside micro-batches {inside.rate / ceiling.rate:.2f}")
-    print(f"CPU per record, groupkafka / hand-made reader: "
-          f"{whole.cpu_s / hand.cpu_s:.2f} (the query's includes Spark's JVM and Python workers)")
+    if summary:
+        print(f"\nsummary, groupkafka / Spark's source, best of {args.rounds} (load at the end: {load_average()})")
+        print(f"  {'workload':<10}{'records':>11}{'rec/s ours':>12}{'rec/s Spark':>13}{'whole':>8}{'addBatch':>10}"
+              f"{'CPU/rec':>9}{'goal met':>10}")
+        for w, n, _size, _codec, ours, theirs, (whole, inside, cpu) in summary:
+            met = "yes" if whole >= 1.5 and cpu <= 0.8 else "no"
+            print(f"  {w:<10}{n:>11,}{ours['rate']:>12,.0f}{theirs['rate']:>13,.0f}{whole:>7.2f}x{inside:>9.2f}x"
+                  f"{cpu:>8.2f}x{met:>10}")
+        print(f"  geometric mean of whole-run ratios: {statistics.geometric_mean([s[6][0] for s in summary]):.2f}x")
     return 0
 
 

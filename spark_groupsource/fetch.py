@@ -32,12 +32,13 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from operator import methodcaller
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from spark_groupsource.access import RefusalWatch, authorization_error
 from spark_groupsource.errors import BrokerError, DataLossError
@@ -67,6 +68,8 @@ _MAX_RESETS = 5
 _ts_type = pa.timestamp("us", tz="UTC")
 _ts_ms_type = pa.timestamp("ms", tz="UTC")
 _get_offset = methodcaller("offset")
+_msg_key, _msg_value, _msg_offset = Message.key, Message.value, Message.offset
+_msg_timestamp, _msg_headers = Message.timestamp, Message.headers
 _GONE_ERRORS = frozenset(
     {
         KafkaError.UNKNOWN_TOPIC_OR_PART,
@@ -540,19 +543,24 @@ class _RangeReader:
 
 
 def to_record_batch(msgs: list[Any], topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-    """Build one batch of ``schema`` from confluent-kafka messages of one partition."""
+    """Build one batch of ``schema`` from confluent-kafka messages of one partition.
+
+    Per record only C calls (``map`` over ``Message``'s own methods); the (type, timestamp)
+    pairs are flattened into one list and split by slicing: ``zip(*pairs)`` unpacking 10,000
+    tuples was most of this function's time (measured: 0.25 instead of 0.73 CPU-s per million
+    records of 100 B)."""
     n = len(msgs)
-    kinds, stamps = zip(*[m.timestamp() for m in msgs], strict=True)
+    stamps = list(chain.from_iterable(map(_msg_timestamp, msgs)))  # type, ms, type, ms, ...
     columns = [
-        pa.array([m.key() for m in msgs], pa.binary()),
-        pa.array([m.value() for m in msgs], pa.binary()),
+        pa.array(list(map(_msg_key, msgs)), pa.binary()),
+        pa.array(list(map(_msg_value, msgs)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array([m.offset() for m in msgs], pa.int64()),
-        pa.array(stamps, _ts_ms_type).cast(_ts_type),
+        pa.array(list(map(_msg_offset, msgs)), pa.int64()),
+        pa.array(stamps[1::2], _ts_ms_type).cast(_ts_type),
         # librdkafka: 0 not available, 1 CreateTime, 2 LogAppendTime; Java's ids are one less.
-        pc.subtract(pa.array(kinds, pa.int32()), pa.scalar(1, pa.int32())),
+        pc.subtract(pa.array(stamps[0::2], pa.int32()), pa.scalar(1, pa.int32())),
     ]
     if len(schema) > 7:
-        columns.append(pa.array([m.headers() for m in msgs], schema.field("headers").type))
+        columns.append(pa.array(list(map(_msg_headers, msgs)), schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -225,16 +225,21 @@ class OffsetReader:
         )
 
     # -- watermarks ------------------------------------------------------------------------
-    def _list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> tuple[dict, dict]:
-        timeout = self.policy.request_timeout_ms / 1000.0
+    def _send_list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> dict | KafkaException:
+        """Send one ListOffsets per leader; the futures per partition (or why it could not be sent)."""
         try:
-            futures = self._admin_client().list_offsets(
+            return self._admin_client().list_offsets(
                 {CkTP(tp.topic, tp.partition): spec for tp in partitions},
                 isolation_level=self._isolation,
-                request_timeout=timeout,
+                request_timeout=self.policy.request_timeout_ms / 1000.0,
             )
         except KafkaException as exc:
-            return {}, {tp: _reason(exc) for tp in partitions}
+            return exc
+
+    def _collect_offsets(self, partitions: list[TopicPartition], futures: dict | KafkaException) -> tuple[dict, dict]:
+        if isinstance(futures, KafkaException):
+            return {}, {tp: _reason(futures) for tp in partitions}
+        timeout = self.policy.request_timeout_ms / 1000.0
         found, missing = {}, {}
         for ck, fut in futures.items():
             tp = TopicPartition(ck.topic, ck.partition)
@@ -250,11 +255,14 @@ class OffsetReader:
         return found, missing
 
     def _ask_watermarks(self, partitions: list[TopicPartition]) -> tuple[dict, dict]:
-        lows, lows_missing = self._list_offsets(partitions, OffsetSpec.earliest())
-        asked = [tp for tp in partitions if tp in lows]
-        highs, highs_missing = self._list_offsets(asked, OffsetSpec.latest()) if asked else ({}, {})
-        found = {tp: (lows[tp], highs[tp]) for tp in asked if tp in highs}
-        return found, {**lows_missing, **highs_missing}
+        # both questions go out before either answer is awaited: one round trip per trigger
+        # instead of two (a partition counts only when both were answered)
+        earliest = self._send_list_offsets(partitions, OffsetSpec.earliest())
+        latest = self._send_list_offsets(partitions, OffsetSpec.latest())
+        lows, lows_missing = self._collect_offsets(partitions, earliest)
+        highs, highs_missing = self._collect_offsets(partitions, latest)
+        found = {tp: (lows[tp], highs[tp]) for tp in partitions if tp in lows and tp in highs}
+        return found, {**highs_missing, **lows_missing}
 
     def try_watermarks(self, partitions: Iterable[TopicPartition], retries: int | None = None) -> Partial:
         """(log start, end) of the partitions that answered; the end respects the isolation

@@ -94,6 +94,8 @@ class _Driver:
         self.hold: tuple[float, int] | None = None  # (since, generation) after a refused commit
         # partition -> (end of the last batch completed while we owned it, generation then)
         self.completed: dict[TopicPartition, tuple[int, int]] = {}
+        # partition -> (offset, acquisition serial) this member's last accepted commit sent
+        self.committed_by_us: dict[TopicPartition, tuple[int, int]] = {}
         self.gate = MinRowsGate(opts.max_trigger_delay_ms)  # minOffsetsPerTrigger / maxTriggerDelay
         self.closed = False
         self.started_at = time.monotonic()
@@ -168,8 +170,17 @@ class _Driver:
             else:
                 self.completed.pop(tp, None)  # lost or re-acquired meanwhile: the group decides
         if self.opts.commit_offsets:
-            offsets = {tp: until for tp, (_, until) in start.ranges.items() if tp in serials}
-            self._forget_lost(self.membership.commit(offsets, serials))
+            # an offset this member has already committed under the same acquisition is left
+            # out: the group holds it (nobody else commits a partition we own), and re-sending
+            # it cost an OffsetCommit of every owned partition per trigger (1,000 records in
+            # __consumer_offsets for a batch that read three)
+            offsets = {tp: until for tp, (_, until) in start.ranges.items()
+                       if tp in serials and self.committed_by_us.get(tp) != (until, serials[tp])}
+            result = self.membership.commit(offsets, serials)
+            for tp in result.committed:
+                if tp in offsets:
+                    self.committed_by_us[tp] = (offsets[tp], serials[tp])
+            self._forget_lost(result)
         self.membership.batch_completed()
 
     def _forget_lost(self, result) -> None:
@@ -178,6 +189,7 @@ class _Driver:
         for tp in result.lost:
             self.positions.pop(tp, None)
             self.completed.pop(tp, None)
+            self.committed_by_us.pop(tp, None)
         if result.failed and _means_rebalance(result.error) and not self.membership.cooperative:
             # The coordinator refused the commit because a rebalance started: that is the
             # first sign of it (the heartbeat may learn it seconds later). Eager: plan nothing

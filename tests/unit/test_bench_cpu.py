@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from _common import Meter, per_million, tree_cpu_seconds  # noqa: E402
+from _common import Meter, per_million, tree_cpu_by_kind, tree_cpu_seconds  # noqa: E402
 
 #: /proc reports CPU in clock ticks (10 ms); process_time, which the burner counts, is finer
 TICK = 0.011
@@ -44,3 +44,19 @@ def test_a_live_child_counts_unless_excluded():
 
 def test_per_million():
     assert per_million(2.5, 500_000) == 5.0
+
+
+def test_the_split_by_kind_keeps_python_children_under_python_live_or_exited():
+    with Meter() as m:
+        subprocess.run([sys.executable, "-c", BURN.format(s=0.4)], check=True)
+    # an exited child is reaped into its parent's time, which counts as Python's
+    assert m.by_kind["python"] >= 0.4 - TICK
+    assert abs(sum(m.by_kind.values()) - m.cpu) < 1e-9
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.4) + "print('burnt', flush=True)\n"
+                              "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "burnt"
+        assert tree_cpu_by_kind(os.getpid())["python"] >= 0.4 - TICK
+    finally:
+        child.kill()
+        child.wait(30)

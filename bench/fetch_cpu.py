@@ -1,0 +1,124 @@
+"""CPU per record of the executors' fetch path alone, without Spark: how much of a query's
+CPU is ours (librdkafka, building Arrow batches) and how much is Spark's hand-off (the Python
+worker writing Arrow IPC to the JVM, the JVM turning Arrow into rows), which this cannot reach.
+
+In this one process, on the same topic, best of ``--rounds``:
+
+  count-only:         a confluent-kafka consumer that only counts (librdkafka + Message objects);
+  read_partition:     spark_groupsource.fetch.read_partition over each partition, one after the
+                      other, as tasks do (the Arrow batches built and dropped);
+  + Arrow IPC:        the same, each batch also written as an Arrow IPC stream (what Spark's
+                      Python worker does with it before the JVM sees it).
+
+    python bench/fetch_cpu.py [--records 1000000] [--value-size 100] [--compression none]
+                              [--partitions 8] [--rounds 3] [--profile] [--backend kafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+import pyarrow as pa
+from confluent_kafka import Consumer, TopicPartition
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import load_average, per_million, produce  # noqa: E402
+
+from spark_groupsource import fetch as fetch_module  # noqa: E402
+from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
+from spark_groupsource.fetch import read_partition  # noqa: E402
+from spark_groupsource.ranges import OffsetRange  # noqa: E402
+
+
+def _cpu() -> float:
+    return time.process_time()  # every thread of this process: librdkafka's included
+
+
+def count_only(bootstrap: str, topic: str, partitions: int) -> int:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-fetch", "log_level": 3,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got, eof = 0, set()
+    while len(eof) < partitions:
+        for m in c.consume(10000, timeout=1.0):
+            if m.error():
+                eof.add(m.partition())
+            else:
+                got += 1
+    c.close()
+    return got
+
+
+def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool) -> int:
+    config = {"bootstrap.servers": bootstrap, "group.id": "bench-fetch", "enable.auto.commit": False,
+              "enable.partition.eof": True, "log_level": 3}
+    got = 0
+    sink = pa.BufferOutputStream() if ipc else None
+    for p, end in sorted(ends.items()):
+        writer = None
+        for batch in read_partition(config, [OffsetRange(topic, p, 0, end)], include_headers=False,
+                                    fail_on_data_loss=True, max_records_per_batch=10_000, poll_timeout_ms=60_000):
+            got += batch.num_rows
+            if sink is not None:
+                writer = writer or pa.ipc.new_stream(sink, batch.schema)
+                writer.write_batch(batch)
+        if writer is not None:
+            writer.close()
+            sink = pa.BufferOutputStream()
+    return got
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--compression", default="none")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--profile", action="store_true", help="cProfile one read_partition pass; print the top 25")
+    ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
+    args = ap.parse_args(argv)
+    if args.backend == "kafka" and (why := kafka_missing()):
+        print(f"SKIPPED: {why}. Run with --backend mock.")
+        return 0
+    topic, n = "fetch", args.records
+    with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
+        produce(broker.bootstrap, topic, n, args.partitions, args.value_size, compression=args.compression)
+        probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-fetch", "log_level": 3})
+        ends = {p: probe.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(args.partitions)}
+        probe.close()
+        readers = {"count-only (librdkafka + Message objects)": lambda: count_only(broker.bootstrap, topic,
+                                                                                   args.partitions),
+                   "read_partition -> Arrow batches": lambda: fetch(broker.bootstrap, topic, ends, False),
+                   "read_partition -> Arrow + IPC stream": lambda: fetch(broker.bootstrap, topic, ends, True)}
+        best: dict[str, tuple[float, float]] = {}
+        loads = []
+        for _ in range(args.rounds):
+            for label, run in readers.items():
+                loads.append(load_average())
+                c0, t0 = _cpu(), time.perf_counter()
+                got = run()
+                cpu, wall = _cpu() - c0, time.perf_counter() - t0
+                assert got == n, f"{label} read {got} of {n}"
+                old = best.get(label, (1e9, 1e9))
+                best[label] = (min(old[0], cpu), min(old[1], wall))
+        if args.profile:
+            prof = cProfile.Profile()
+            prof.runcall(fetch, broker.bootstrap, topic, ends, False)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        fetch_module._POOL.clear()  # before the broker stops: pooled fetchers would retry it
+    print(f"{n:,} records x {args.value_size} B, {args.compression}, {args.partitions} partitions on {args.backend}; "
+          f"best of {args.rounds}; load (1/5/15 min) from {loads[0]} to {load_average()}")
+    print(f"  {'reader':<46}{'CPU-s/M rec':>12}{'wall s':>9}")
+    for label, (cpu, wall) in best.items():
+        print(f"  {label:<46}{per_million(cpu, n):>12.2f}{wall:>9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
