@@ -63,6 +63,16 @@ _WATERMARK_TIMEOUT_S = 10.0
 #: bound again (4 attempts, each a full bound, kept a query alive for minutes with the whole
 #: cluster down)
 _UNREACHABLE: dict[tuple[str, int], float] = {}
+#: bootstrap servers -> since when no broker of that cluster has answered this Python worker
+#: at all (any record or watermark answer clears it). Past brokerOutageTimeoutMs, every task's
+#: first check asks with a short timeout and fails at once: with the whole cluster down, each
+#: partition's first attempt and every retry waited the bound plus a 10 s watermark query, so
+#: a batch of 6 partitions on one core kept the query alive for minutes after its member had
+#: given up (chaos cluster_down_long on Kafka, under load).
+_CLUSTER_QUIET: dict[str, float] = {}
+#: The watermark query's timeout once the cluster is known to have been silent past the bound:
+#: a broker that is up answers well within it.
+_KNOWN_DOWN_WATERMARK_TIMEOUT_S = 2.0
 _MAX_RESETS = 5
 
 _ts_type = pa.timestamp("us", tz="UTC")
@@ -185,6 +195,7 @@ def read_partition(
                 outage_timeout_s=None if outage_timeout_ms is None else outage_timeout_ms / 1000.0,
                 stats=stats,
                 refusals=RefusalWatch(security, str(config.get("bootstrap.servers", "")), "librdkafka"),
+                cluster=str(config.get("bootstrap.servers", "")),
             )
             yield from reader.run()
         healthy = True
@@ -277,9 +288,11 @@ class _RangeReader:
         stats: FetchStats,
         outage_timeout_s: float | None = None,
         refusals: RefusalWatch | None = None,
+        cluster: str = "",
     ):
         self.consumer = consumer
         self.rng = rng
+        self.cluster = cluster
         self.refusals = refusals or RefusalWatch(None, "", "librdkafka")
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
@@ -324,6 +337,7 @@ class _RangeReader:
                 if progressed:
                     last_progress = last_check = now
                     _UNREACHABLE.pop((rng.topic, rng.partition), None)
+                    _CLUSTER_QUIET.pop(self.cluster, None)
                 if len(pending) >= self.max_batch:
                     yield self._flush(pending)
                     pending = []
@@ -459,12 +473,21 @@ class _RangeReader:
 
     def _on_quiet(self, stalled_s: float = 0.0) -> None:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
-        wm = self._watermarks()
         key = (self.rng.topic, self.rng.partition)
+        asked = time.monotonic()
+        quiet_since = _CLUSTER_QUIET.get(self.cluster)
+        known_down = (self.outage_timeout_s is not None and quiet_since is not None
+                      and asked - quiet_since >= self.outage_timeout_s)
+        wm = self._watermarks(_KNOWN_DOWN_WATERMARK_TIMEOUT_S if known_down else _WATERMARK_TIMEOUT_S)
         if wm is not None:
             _UNREACHABLE.pop(key, None)
+            _CLUSTER_QUIET.pop(self.cluster, None)
         if wm is None:
-            stalled_s = max(stalled_s, time.monotonic() - _UNREACHABLE.setdefault(key, time.monotonic() - stalled_s))
+            now = time.monotonic()
+            since = _UNREACHABLE.setdefault(key, asked - stalled_s)  # stalled_s: as of ``asked``
+            since = min(since, _CLUSTER_QUIET.setdefault(self.cluster, since)) if known_down else since
+            _CLUSTER_QUIET.setdefault(self.cluster, since)
+            stalled_s = max(stalled_s, now - since)
             if self.outage_timeout_s is not None and stalled_s >= self.outage_timeout_s:
                 # the driver gives the same bound to offsets it cannot read; without it a task
                 # waited pollTimeoutMs per attempt while the whole cluster was down (measured:
@@ -530,11 +553,11 @@ class _RangeReader:
             )
         self._assign(offset)
 
-    def _watermarks(self) -> tuple[int, int] | None:
+    def _watermarks(self, timeout_s: float = _WATERMARK_TIMEOUT_S) -> tuple[int, int] | None:
         try:
             return self.consumer.get_watermark_offsets(
                 TopicPartition(self.rng.topic, self.rng.partition),
-                timeout=min(_WATERMARK_TIMEOUT_S, self.poll_timeout_s),
+                timeout=min(timeout_s, self.poll_timeout_s),
                 cached=False,
             )
         except KafkaException as exc:

@@ -86,3 +86,49 @@ def test_offsets_readable_again_after_the_leader_crashes_and_returns(cluster, un
         print(f"broker {victim} killed: offsets of all {PARTITIONS} partitions readable again after {after_kill:.1f}s")
     finally:
         reader.close()
+
+
+def test_executor_reads_give_up_at_once_once_the_whole_cluster_was_silent_past_the_bound(cluster, unique_name):
+    """Every node killed while an executor reads: the first task waits brokerOutageTimeoutMs and
+    fails naming it; after that the same Python worker (the process Spark reuses for the next
+    task) fails a retried task, and a task of another partition, at its first check instead of
+    waiting the bound (plus a 10 s watermark query) again. Found by chaos cluster_down_long on
+    Kafka: 6 partitions' tasks on one core, each attempt waiting the bound, kept the query alive
+    for minutes after its member had given up."""
+    from spark_groupsource import fetch
+    from spark_groupsource.errors import BrokerError
+    from spark_groupsource.options import FETCHER_PLACEHOLDER_GROUP
+    from spark_groupsource.ranges import OffsetRange
+
+    topic = unique_name("down")
+    cluster.create_topic(topic, PARTITIONS)
+    produce_keyed(cluster.bootstrap, topic, 60, partitions=PARTITIONS)
+    config = {"bootstrap.servers": cluster.bootstrap, "group.id": FETCHER_PLACEHOLDER_GROUP,
+              "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "error",
+              "log_level": 0}
+    bound_ms = 8000
+
+    def read(partition: int) -> tuple[float, str]:
+        t0 = time.monotonic()
+        with pytest.raises(BrokerError, match="brokerOutageTimeoutMs") as err:
+            for _ in fetch.read_partition(config, [OffsetRange(topic, partition, 10, 20)], include_headers=False,
+                                          fail_on_data_loss=True, max_records_per_batch=100,
+                                          poll_timeout_ms=120_000, outage_timeout_ms=bound_ms):
+                pass
+        return time.monotonic() - t0, str(err.value)
+
+    nodes = sorted(int(n["id"]) for n in cluster.kafka.nodes())
+    fetch._UNREACHABLE.clear()
+    fetch._CLUSTER_QUIET.clear()
+    for n in nodes:
+        cluster.kafka.kill_node(n)
+    try:
+        first, _ = read(0)
+        assert first >= bound_ms / 1000, f"the first task gave up after {first:.1f}s, before the bound"
+        retried, msg = read(0)
+        other, _ = read(3)
+        print(f"whole cluster down: first task {first:.1f}s, its retry {retried:.1f}s, another partition {other:.1f}s")
+        # before: each waited the bound again, at least 1 s + a 10 s watermark query
+        assert retried < bound_ms / 1000 and other < bound_ms / 1000, (first, retried, other)
+    finally:
+        cluster.kafka.start_nodes(nodes, timeout=120)
