@@ -45,6 +45,7 @@ from spark_groupsource.errors import BrokerError, DataLossError
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
 from spark_groupsource.security import SecurityConfig
+from spark_groupsource.silence import ClusterSilence
 
 __all__ = ["ConsumerPool", "FetchStats", "fetch_range", "read_partition", "report_data_loss", "to_record_batch"]
 
@@ -57,21 +58,12 @@ _CONSUME_SLICE_S = 0.1
 #: Time without progress after which the watermarks are asked whether anything is coming.
 _STUCK_CHECK_S = 1.0
 _WATERMARK_TIMEOUT_S = 10.0
-#: partition -> since when (monotonic) no broker has answered for it in this Python worker.
-#: Spark reuses workers across task attempts: a retried task whose partition has been
-#: unreachable past brokerOutageTimeoutMs fails at its first check instead of waiting the
-#: bound again (4 attempts, each a full bound, kept a query alive for minutes with the whole
-#: cluster down)
+#: partition -> since when (monotonic) no broker has answered for it in this Python worker
+#: (which Spark reuses for the next task unless the task failed; across workers of the host,
+#: ``ClusterSilence`` remembers the whole cluster's silence)
 _UNREACHABLE: dict[tuple[str, int], float] = {}
-#: bootstrap servers -> since when no broker of that cluster has answered this Python worker
-#: at all (any record or watermark answer clears it). Past brokerOutageTimeoutMs, every task's
-#: first check asks with a short timeout and fails at once: with the whole cluster down, each
-#: partition's first attempt and every retry waited the bound plus a 10 s watermark query, so
-#: a batch of 6 partitions on one core kept the query alive for minutes after its member had
-#: given up (chaos cluster_down_long on Kafka, under load).
-_CLUSTER_QUIET: dict[str, float] = {}
-#: The watermark query's timeout once the cluster is known to have been silent past the bound:
-#: a broker that is up answers well within it.
+#: The watermark query's timeout once the cluster is known (``ClusterSilence``) to have been
+#: silent past brokerOutageTimeoutMs: a broker that is up answers well within it.
 _KNOWN_DOWN_WATERMARK_TIMEOUT_S = 2.0
 _MAX_RESETS = 5
 
@@ -292,7 +284,8 @@ class _RangeReader:
     ):
         self.consumer = consumer
         self.rng = rng
-        self.cluster = cluster
+        self.silence = ClusterSilence(cluster)
+        self.heard = False  # this reader got an answer: the host-wide silence record is cleared
         self.refusals = refusals or RefusalWatch(None, "", "librdkafka")
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
@@ -337,7 +330,7 @@ class _RangeReader:
                 if progressed:
                     last_progress = last_check = now
                     _UNREACHABLE.pop((rng.topic, rng.partition), None)
-                    _CLUSTER_QUIET.pop(self.cluster, None)
+                    self._heard()
                 if len(pending) >= self.max_batch:
                     yield self._flush(pending)
                     pending = []
@@ -474,20 +467,19 @@ class _RangeReader:
     def _on_quiet(self, stalled_s: float = 0.0) -> None:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         key = (self.rng.topic, self.rng.partition)
-        asked = time.monotonic()
-        quiet_since = _CLUSTER_QUIET.get(self.cluster)
-        known_down = (self.outage_timeout_s is not None and quiet_since is not None
-                      and asked - quiet_since >= self.outage_timeout_s)
+        asked, asked_wall = time.monotonic(), time.time()
+        silent_since = self.silence.since() if self.outage_timeout_s is not None else None
+        known_down = silent_since is not None and asked_wall - silent_since >= self.outage_timeout_s
         wm = self._watermarks(_KNOWN_DOWN_WATERMARK_TIMEOUT_S if known_down else _WATERMARK_TIMEOUT_S)
         if wm is not None:
             _UNREACHABLE.pop(key, None)
-            _CLUSTER_QUIET.pop(self.cluster, None)
+            self._heard()
         if wm is None:
             now = time.monotonic()
             since = _UNREACHABLE.setdefault(key, asked - stalled_s)  # stalled_s: as of ``asked``
-            since = min(since, _CLUSTER_QUIET.setdefault(self.cluster, since)) if known_down else since
-            _CLUSTER_QUIET.setdefault(self.cluster, since)
-            stalled_s = max(stalled_s, now - since)
+            # the host's record: since when no task here got any answer from this cluster
+            begun = self.silence.silent(asked_wall - (asked - since))
+            stalled_s = max(stalled_s, now - since, time.time() - begun if known_down else 0.0)
             if self.outage_timeout_s is not None and stalled_s >= self.outage_timeout_s:
                 # the driver gives the same bound to offsets it cannot read; without it a task
                 # waited pollTimeoutMs per attempt while the whole cluster was down (measured:
@@ -552,6 +544,11 @@ class _RangeReader:
                 f"({_MAX_RESETS} repositionings)"
             )
         self._assign(offset)
+
+    def _heard(self) -> None:
+        if not self.heard:
+            self.heard = True
+            self.silence.answered()
 
     def _watermarks(self, timeout_s: float = _WATERMARK_TIMEOUT_S) -> tuple[int, int] | None:
         try:
