@@ -128,6 +128,11 @@ class OffsetReader:
                 self._first_contact(self._admin)
         return self._admin
 
+    def check_access(self) -> None:
+        """Reach the cluster once (bounded by the request timeout): raises a refused login, TLS
+        handshake or ACL as a :class:`SecurityError`; an outage is left to the callers' bounds."""
+        self._admin_client()
+
     def _first_contact(self, admin: AdminClient) -> None:
         """The reader's first client asks for metadata in short slices, so that a refused login
         or TLS handshake is raised within a second or so rather than after a whole request
