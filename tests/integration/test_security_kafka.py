@@ -184,6 +184,27 @@ def test_stream_batch_backfill_and_groups_command(spark, secure, case, unique_na
                       groups_output=out.stdout + out.stderr)
 
 
+def test_consumer_protocol_member_over_sasl_ssl(spark, secure, unique_name, tmp_path):
+    """The KIP-848 member (librdkafka) gets the same rendered settings: reads and commits."""
+    listener, security, secrets = case_options(secure, "sasl_ssl-SCRAM-SHA-512")
+    topic, group = unique_name("sec"), unique_name("g")
+    secure.create_topic(topic, 2)
+    records = produce(secure.admin_bootstrap, topic, 10, 2)
+    name = table_name(unique_name)
+    df = spark.readStream.format("groupkafka").options(
+        **{"kafka.bootstrap.servers": secure.listener(listener), "subscribe": topic, "kafka.group.id": group,
+           "kafka.group.protocol": "consumer", "kafka.auto.offset.reset": "earliest", **security}).load()
+    query = to_memory(df, name, str(tmp_path / "cp"))
+    try:
+        wait_rows(spark, name, len(records), query=query)
+        wait_group_committed(secure, group, topic, ends(records))
+        progress = json.dumps(query.recentProgress, default=str)
+    finally:
+        stop(query)
+    assert_exactly(spark, name, records)
+    assert_no_secrets(secrets, progress=progress, checkpoint=checkpoint_text(str(tmp_path / "cp")))
+
+
 # ------------------------------------------------------------------ refusals
 
 
