@@ -190,6 +190,7 @@ class BackfillPlan:
         membership.start()
         try:
             with reader_for(opts) as view:
+                view.check_access()  # a refused login or TLS handshake: said now, not after the join bound
                 snap = _settled(membership, opts, settle, timeout, view)
                 owned = set(snap.owned)
                 committed = view.committed(opts.group_id or "", owned)

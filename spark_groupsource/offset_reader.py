@@ -111,7 +111,7 @@ class OffsetReader:
         # refused logins and TLS handshakes, from librdkafka's error_cb (it only reconnects)
         self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
         self._security = security
-        self._contacted = False  # a broker has answered this reader once
+        self._contacted = False  # the first contact was made (once per reader, see _first_contact)
 
     def _on_client_error(self, err: KafkaError) -> None:
         self.refusals.observe(f"{err.name()}: {err.str()}")
@@ -125,18 +125,24 @@ class OffsetReader:
         if self._admin is None:
             self._admin = AdminClient({**admin_config(self._config), "error_cb": self._on_client_error})
             if not self._contacted:
+                self._contacted = True
                 self._first_contact(self._admin)
         return self._admin
+
+    def check_access(self) -> None:
+        """Reach the cluster once (bounded by the request timeout): raises a refused login or TLS
+        handshake as a :class:`SecurityError`; an outage is left to the callers' bounds."""
+        self._admin_client()
 
     def _first_contact(self, admin: AdminClient) -> None:
         """The reader's first client asks for metadata in short slices, so that a refused login
         or TLS handshake is raised within a second or so rather than after a whole request
-        timeout; an ordinary outage is left to the retry policy as before."""
+        timeout; an ordinary outage is left to the retry policy as before. Once per reader: the
+        clients made again after an unanswered query go straight to their requests."""
         deadline = time.monotonic() + self.policy.request_timeout_ms / 1000.0
         while time.monotonic() < deadline:
             try:
                 admin.list_topics(timeout=0.5)
-                self._contacted = True
                 return
             except KafkaException:
                 admin.poll(0)

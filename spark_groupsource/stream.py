@@ -100,6 +100,15 @@ class _Driver:
         self.closed = False
         self.started_at = time.monotonic()
         self.membership.start()
+        if reader is None:
+            # Meanwhile librdkafka asks for metadata once: a refused login or TLS handshake is
+            # said at once. kafka-python sometimes sees only "socket disconnected" when a broker
+            # closes a refused PLAIN login (measured on Kafka 4.0.1), and would retry.
+            try:
+                self.reader.check_access()
+            except BaseException:
+                self.membership.close()
+                raise
         if membership is None:
             self._install_shutdown_hooks()
         first_wait = min(opts.group_join_timeout_ms / 1000.0, max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))

@@ -29,6 +29,14 @@ def _reader(spark, mode: str):
         ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, "minOffsetsPerTrigger",
          "The value of minOffsetPerTrigger(9) is higher than the maxOffsetsPerTrigger(3)."),
         ({"maxTriggerDelay": "soon"}, "maxTriggerDelay", "E.g. 50s, 100ms, or 250us"),
+        # security options one of the two Kafka clients cannot honour (issue 17)
+        ({"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "OAUTHBEARER"}, "kafka.sasl.mechanism",
+         "GSSAPI and OAUTHBEARER are not supported"),
+        ({"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "/nonexistent/ts.jks"},
+         "kafka.ssl.truststore.location", "cannot read '/nonexistent/ts.jks' on the driver"),
+        ({"kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                    'username="u" password="s3cret-never-shown";'},
+         "kafka.sasl.jaas.config", "SASL settings need kafka.security.protocol=SASL_SSL"),
     ],
 )
 def test_bad_option_fails_at_load(spark, mode, options, option, text):
@@ -40,6 +48,7 @@ def test_bad_option_fails_at_load(spark, mode, options, option, text):
     assert last.startswith(f"spark_groupsource.errors.OptionError: option '{option}'"), message[-2000:]
     assert text in last
     assert "UnboundLocalError" not in message
+    assert "s3cret-never-shown" not in message
 
 
 def test_stream_only_wrong_for_streams_fails_at_start_with_our_error(spark, tmp_path):
