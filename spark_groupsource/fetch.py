@@ -284,6 +284,7 @@ class _RangeReader:
     ):
         self.consumer = consumer
         self.rng = rng
+        self.cluster = cluster
         self.silence = ClusterSilence(cluster)
         self.heard = False  # this reader got an answer: the host-wide silence record is cleared
         self.refusals = refusals or RefusalWatch(None, "", "librdkafka")
@@ -486,8 +487,9 @@ class _RangeReader:
                 # the query did not fail for minutes after its member had given up)
                 raise BrokerError(
                     f"no record of {self.rng} at offset {self.next} for {stalled_s:.0f}s and no broker "
-                    f"answers for the partition: brokerOutageTimeoutMs={int(self.outage_timeout_s * 1000)} "
-                    f"ran out. Check that the brokers are up and reachable, or raise brokerOutageTimeoutMs")
+                    f"answers for the partition (bootstrap servers {self.cluster or '?'}): "
+                    f"brokerOutageTimeoutMs={int(self.outage_timeout_s * 1000)} ran out. Check that the "
+                    f"brokers are up and reachable, or raise brokerOutageTimeoutMs")
             return
         if self.next < wm[0]:
             self._on_out_of_range(wm)
