@@ -5,8 +5,9 @@ worker writing Arrow IPC to the JVM, the JVM turning Arrow into rows), which thi
 In this one process, on the same topic, best of ``--rounds``:
 
   count-only:         a confluent-kafka consumer that only counts (librdkafka + Message objects);
-  read_partition:     spark_groupsource.fetch.read_partition over each partition, one after the
-                      other, as tasks do (the Arrow batches built and dropped);
+  read_partition:     spark_groupsource.fetch.read_partition over ranges of ``--range-size``
+                      offsets of each partition, one after the other, as tasks do, with the
+                      fetchers' own configuration (the Arrow batches built and dropped);
   + Arrow IPC:        the same, each batch also written as an Arrow IPC stream (what Spark's
                       Python worker does with it before the JVM sees it).
 
@@ -32,6 +33,7 @@ from _common import load_average, per_million, produce  # noqa: E402
 from spark_groupsource import fetch as fetch_module  # noqa: E402
 from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
 from spark_groupsource.fetch import read_partition  # noqa: E402
+from spark_groupsource.options import fetcher_config, parse_stream_options  # noqa: E402
 from spark_groupsource.ranges import OffsetRange  # noqa: E402
 
 
@@ -54,15 +56,20 @@ def count_only(bootstrap: str, topic: str, partitions: int) -> int:
     return got
 
 
-def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool) -> int:
-    config = {"bootstrap.servers": bootstrap, "group.id": "bench-fetch", "enable.auto.commit": False,
-              "enable.partition.eof": True, "log_level": 3}
+def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_size: int,
+          options: dict[str, str]) -> int:
+    """Every partition in ranges of ``range_size`` offsets, one read_partition (a task) each."""
+    opts = parse_stream_options({"kafka.bootstrap.servers": bootstrap, "kafka.group.id": "bench-fetch",
+                                 "subscribe": topic, **options})
+    config = {**fetcher_config(opts), "log_level": 3}
     got = 0
     sink = pa.BufferOutputStream() if ipc else None
-    for p, end in sorted(ends.items()):
+    tasks = [OffsetRange(topic, p, lo, min(lo + range_size, end)) for p, end in sorted(ends.items())
+             for lo in range(0, end, range_size)]
+    for rng in tasks:
         writer = None
-        for batch in read_partition(config, [OffsetRange(topic, p, 0, end)], include_headers=False,
-                                    fail_on_data_loss=True, max_records_per_batch=10_000, poll_timeout_ms=60_000):
+        for batch in read_partition(config, [rng], include_headers=False, fail_on_data_loss=True,
+                                    max_records_per_batch=opts.max_records_per_arrow_batch, poll_timeout_ms=60_000):
             got += batch.num_rows
             if sink is not None:
                 writer = writer or pa.ipc.new_stream(sink, batch.schema)
@@ -80,6 +87,10 @@ def main(argv=None) -> int:
     ap.add_argument("--compression", default="none")
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--range-size", type=int, default=31_250,
+                    help="offsets per task (default: throughput.py's maxOffsetsPerTrigger over 8 partitions)")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a groupkafka option for the fetchers, e.g. kafka.queued.min.messages=20000")
     ap.add_argument("--profile", action="store_true", help="cProfile one read_partition pass; print the top 25")
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
     args = ap.parse_args(argv)
@@ -87,6 +98,7 @@ def main(argv=None) -> int:
         print(f"SKIPPED: {why}. Run with --backend mock.")
         return 0
     topic, n = "fetch", args.records
+    options = dict(o.split("=", 1) for o in args.option)
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
         produce(broker.bootstrap, topic, n, args.partitions, args.value_size, compression=args.compression)
         probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-fetch", "log_level": 3})
@@ -94,8 +106,8 @@ def main(argv=None) -> int:
         probe.close()
         readers = {"count-only (librdkafka + Message objects)": lambda: count_only(broker.bootstrap, topic,
                                                                                    args.partitions),
-                   "read_partition -> Arrow batches": lambda: fetch(broker.bootstrap, topic, ends, False),
-                   "read_partition -> Arrow + IPC stream": lambda: fetch(broker.bootstrap, topic, ends, True)}
+                   "read_partition -> Arrow batches": lambda: fetch(broker.bootstrap, topic, ends, False, args.range_size, options),
+                   "read_partition -> Arrow + IPC stream": lambda: fetch(broker.bootstrap, topic, ends, True, args.range_size, options)}
         best: dict[str, tuple[float, float]] = {}
         loads = []
         for _ in range(args.rounds):
@@ -109,7 +121,7 @@ def main(argv=None) -> int:
                 best[label] = (min(old[0], cpu), min(old[1], wall))
         if args.profile:
             prof = cProfile.Profile()
-            prof.runcall(fetch, broker.bootstrap, topic, ends, False)
+            prof.runcall(fetch, broker.bootstrap, topic, ends, False, args.range_size, options)
             pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         fetch_module._POOL.clear()  # before the broker stops: pooled fetchers would retry it
     print(f"{n:,} records x {args.value_size} B, {args.compression}, {args.partitions} partitions on {args.backend}; "

@@ -119,7 +119,9 @@ def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigge
         "parts": part_ms, "driver": sum(part_ms[k] for k in DRIVER_PARTS),
         "source": sum(part_ms[k] for k in SOURCE_PARTS),
         "trigger": statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in with_data),
-        "cpu_ms": meter.cpu / max(1, len(progress)) * 1000, "wall": meter.wall,
+        # a process that left the tree without being reaped into it (seen once: an earlier
+        # query's runner) takes its CPU with it and can make the difference negative
+        "cpu_ms": meter.cpu / max(1, len(progress)) * 1000 if meter.cpu >= 0 else float("nan"), "wall": meter.wall,
     }
 
 
@@ -172,8 +174,8 @@ def main(argv=None) -> int:
         print(f"  {r['reader']:<38}" + "".join(f"{r['parts'][k]:>15.1f}" for k in cols)
               + f"{r['source']:>12.1f}{r['driver']:>9.1f}{r['trigger']:>9.1f}{r['rows']:>10.1f}{r['tasks']:>7.1f}"
               f"{r['cpu_ms']:>12.0f}   {r['load']}")
-    best = {reader: {k: min(r[k] for r in runs if r["reader"] == reader) for k in ("source", "driver", "trigger",
-                                                                                   "cpu_ms")}
+    best = {reader: {k: min((r[k] for r in runs if r["reader"] == reader and r[k] == r[k]), default=float("nan"))
+                     for k in ("source", "driver", "trigger", "cpu_ms")}
             for reader in readers}
     ours = best[OURS]
     print(f"groupkafka best: per-trigger driver cost from latestOffset to the end of the commit (queryPlanning "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ from confluent_kafka import (
 )
 from confluent_kafka import TopicPartition as CkTP
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.cimpl import _AdminClientImpl
 
 from assignment.model import TopicPartition
 from spark_groupsource import options as opt
@@ -30,6 +32,20 @@ from spark_groupsource.errors import BrokerError
 from spark_groupsource.security import SecurityConfig
 
 log = logging.getLogger("spark_groupsource.offsets")
+
+#: The request ``AdminClient.list_offsets`` wraps (one future for the whole answer, a dict
+#: partition -> ListOffsetsResultInfo or KafkaError), where this confluent-kafka has it.
+_direct_list_offsets = getattr(_AdminClientImpl, "list_offsets", None)
+
+
+@dataclass
+class _Sent:
+    """A ListOffsets sent: one future for the whole answer, futures per partition, or the error."""
+
+    partitions: list[TopicPartition]
+    whole: Future | None = None
+    futures: dict | None = None
+    error: KafkaException | None = None
 
 T = TypeVar("T")
 
@@ -112,6 +128,7 @@ class OffsetReader:
         self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
         self._security = security
         self._contacted = False  # the first contact was made (once per reader, see _first_contact)
+        self._public_list_offsets = False  # the binding's direct request answered oddly once
 
     def _on_client_error(self, err: KafkaError) -> None:
         self.refusals.observe(f"{err.name()}: {err.str()}")
@@ -231,29 +248,66 @@ class OffsetReader:
         )
 
     # -- watermarks ------------------------------------------------------------------------
-    def _send_list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> dict | KafkaException:
-        """Send one ListOffsets per leader; the futures per partition (or why it could not be sent)."""
+    def _send_list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> _Sent:
+        """Send one ListOffsets per leader; what to wait on (or why it could not be sent).
+
+        ``AdminClient.list_offsets`` makes a ``concurrent.futures.Future`` (each with its own
+        ``threading.Condition``) per partition and resolves them one by one from a callback:
+        at 1,000 partitions and two specs per trigger that was most of the driver's planning
+        time (profiled: about 2,000 futures made, resolved and awaited per trigger). Through
+        the binding's own request (the one ``list_offsets`` wraps) one future carries the
+        whole answer; the public method stays the way whenever that one is not there or
+        answers in an unexpected shape."""
+        timeout = self.policy.request_timeout_ms / 1000.0
+        keys = [CkTP(tp.topic, tp.partition, spec._value) for tp in partitions]
         try:
-            return self._admin_client().list_offsets(
+            if _direct_list_offsets is not None and not self._public_list_offsets:
+                whole: Future = Future()
+                whole.set_running_or_notify_cancel()
+                _direct_list_offsets(self._admin_client(), keys, whole,
+                                     isolation_level_value=self._isolation.value, request_timeout=timeout)
+                return _Sent(partitions, whole=whole)
+            futures = self._admin_client().list_offsets(
                 {CkTP(tp.topic, tp.partition): spec for tp in partitions},
                 isolation_level=self._isolation,
-                request_timeout=self.policy.request_timeout_ms / 1000.0,
+                request_timeout=timeout,
             )
+            return _Sent(partitions, futures=futures)
         except KafkaException as exc:
-            return exc
+            return _Sent(partitions, error=exc)
 
-    def _collect_offsets(self, partitions: list[TopicPartition], futures: dict | KafkaException) -> tuple[dict, dict]:
-        if isinstance(futures, KafkaException):
-            return {}, {tp: _reason(futures) for tp in partitions}
+    def _collect_offsets(self, sent: _Sent, spec: OffsetSpec) -> tuple[dict, dict]:
+        partitions = sent.partitions
+        if sent.error is not None:
+            return {}, {tp: _reason(sent.error) for tp in partitions}
         timeout = self.policy.request_timeout_ms / 1000.0
-        found, missing = {}, {}
-        for ck, fut in futures.items():
-            tp = TopicPartition(ck.topic, ck.partition)
+        if sent.whole is not None:
             try:
-                offset = fut.result(timeout=timeout + 5).offset
+                answers = sent.whole.result(timeout=timeout + 5)
             except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
-                missing[tp] = _reason(exc)
+                return {}, {tp: _reason(exc) for tp in partitions}
+            if not isinstance(answers, dict) or len(answers) != len(partitions):
+                log.warning("confluent-kafka's ListOffsets answered in an unexpected shape (%s); using "
+                            "AdminClient.list_offsets from now on", type(answers).__name__)
+                self._public_list_offsets = True
+                return self._collect_offsets(self._send_list_offsets(partitions, spec), spec)
+            results = {TopicPartition(ck.topic, ck.partition): value for ck, value in answers.items()}
+        else:
+            results = {}
+            for ck, fut in sent.futures.items():
+                try:
+                    results[TopicPartition(ck.topic, ck.partition)] = fut.result(timeout=timeout + 5)
+                except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
+                    results[TopicPartition(ck.topic, ck.partition)] = exc
+        found, missing = {}, {}
+        for tp in partitions:
+            value = results.get(tp)
+            if isinstance(value, KafkaError):
+                value = KafkaException(value)
+            if isinstance(value, BaseException):
+                missing[tp] = _reason(value)
                 continue
+            offset = getattr(value, "offset", None)
             if offset is None or offset < 0:
                 missing[tp] = f"no answer within {self.policy.request_timeout_ms} ms (leader unavailable)"
             else:
@@ -265,8 +319,8 @@ class OffsetReader:
         # instead of two (a partition counts only when both were answered)
         earliest = self._send_list_offsets(partitions, OffsetSpec.earliest())
         latest = self._send_list_offsets(partitions, OffsetSpec.latest())
-        lows, lows_missing = self._collect_offsets(partitions, earliest)
-        highs, highs_missing = self._collect_offsets(partitions, latest)
+        lows, lows_missing = self._collect_offsets(earliest, OffsetSpec.earliest())
+        highs, highs_missing = self._collect_offsets(latest, OffsetSpec.latest())
         found = {tp: (lows[tp], highs[tp]) for tp in partitions if tp in lows and tp in highs}
         return found, {**highs_missing, **lows_missing}
 
