@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -168,3 +168,39 @@ def per_million(cpu_s: float, records: int) -> float:
 def load_average() -> str:
     """The machine's 1/5/15-minute load averages, as ``uptime`` prints them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+SPARK, OURS = "spark kafka", "groupkafka"
+
+
+def side_by_side_readers(backend: str) -> tuple[list[str], list[str]] | None:
+    """The readers to compare on ``backend`` and the jars of Spark's own source; None (after
+    saying why) when the kafka backend cannot run here."""
+    from spark_groupsource.devbroker import kafka_missing
+
+    if backend == "kafka" and (why := kafka_missing()):
+        print(f"SKIPPED the side-by-side against Spark's own Kafka source: {why}. "
+              "Run with --backend mock for groupkafka alone.")
+        return None
+    jars, why = spark_kafka_jars() if backend == "kafka" else ([], "the mock backend runs groupkafka alone")
+    if why:
+        print(f"Spark's own Kafka source is left out: {why}")
+    return ([SPARK, OURS] if jars else [OURS]), jars
+
+
+def count_only(bootstrap: str, topic: str, partitions: int, group: str = "bench-count") -> int:
+    """Every record of ``topic`` through librdkafka, counted and dropped (the ceiling)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3,
+                  "enable.auto.commit": False, "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got, eof = 0, set()
+    try:
+        while len(eof) < partitions:
+            for m in c.consume(10000, timeout=1.0):
+                if m.error():
+                    eof.add(m.partition())
+                else:
+                    got += 1
+    finally:
+        c.close()
+    return got

@@ -28,7 +28,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import load_average, per_million, produce  # noqa: E402
+from _common import count_only, load_average, per_million, produce  # noqa: E402
 
 from spark_groupsource import fetch as fetch_module  # noqa: E402
 from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
@@ -39,21 +39,6 @@ from spark_groupsource.ranges import OffsetRange  # noqa: E402
 
 def _cpu() -> float:
     return time.process_time()  # every thread of this process: librdkafka's included
-
-
-def count_only(bootstrap: str, topic: str, partitions: int) -> int:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-fetch", "log_level": 3,
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got, eof = 0, set()
-    while len(eof) < partitions:
-        for m in c.consume(10000, timeout=1.0):
-            if m.error():
-                eof.add(m.partition())
-            else:
-                got += 1
-    c.close()
-    return got
 
 
 def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_size: int,

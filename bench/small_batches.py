@@ -34,9 +34,9 @@ import time
 from confluent_kafka import Producer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Meter, load_average, produce, spark_kafka_jars, spark_session  # noqa: E402
+from _common import OURS, SPARK, Meter, load_average, produce, side_by_side_readers, spark_session  # noqa: E402
 
-from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
+from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
 WARMUP_BATCHES = 5
 DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commitOffsets")
@@ -45,7 +45,6 @@ DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commi
 #: there), getBatch, walCommit (Spark's offset log; Spark calls the source's commit of the
 #: previous batch in it) and commitOffsets (Spark's commit log)
 SOURCE_PARTS = ("latestOffset", "getBatch", "walCommit", "commitOffsets")
-SPARK, OURS = "spark kafka", "groupkafka"
 
 
 def trickle(bootstrap: str, topic: str, partitions: int, rate: float, stop: threading.Event) -> None:
@@ -136,14 +135,10 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"],
                     help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
     args = ap.parse_args(argv)
-    if args.backend == "kafka" and (why := kafka_missing()):
-        print(f"SKIPPED the side-by-side against Spark's own Kafka source: {why}. "
-              "Run with --backend mock for groupkafka alone.")
+    chosen = side_by_side_readers(args.backend)
+    if chosen is None:
         return 0
-    jars, why = spark_kafka_jars() if args.backend == "kafka" else ([], "the mock backend runs groupkafka alone")
-    readers = [SPARK, OURS] if jars else [OURS]
-    if why:
-        print(f"Spark's own Kafka source is left out: {why}")
+    readers, jars = chosen
     spark = spark_session(args.cores, jars)
     topic = "small"
     runs = []

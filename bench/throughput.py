@@ -37,12 +37,20 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Meter, load_average, per_million, produce, spark_kafka_jars, spark_session  # noqa: E402
+from _common import (  # noqa: E402
+    OURS,
+    SPARK,
+    Meter,
+    count_only,
+    load_average,
+    per_million,
+    produce,
+    side_by_side_readers,
+    spark_session,
+)
 
-from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
+from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
 #: name -> (value bytes, records at --scale 1, producer compression)
 WORKLOADS = {
@@ -51,7 +59,6 @@ WORKLOADS = {
     "100-lz4": (100, 1_000_000, "lz4"),
     "1k-lz4": (1000, 300_000, "lz4"),
 }
-SPARK, OURS = "spark kafka", "groupkafka"
 
 
 @dataclass(frozen=True)
@@ -87,19 +94,9 @@ def _cpu_self() -> float:
 
 
 def _count_all(bootstrap: str, topic: str, partitions: int, out) -> None:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-ceiling", "log_level": 3,
-                  "enable.auto.commit": False, "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     cpu0, t0 = _cpu_self(), time.perf_counter()
-    got, eof = 0, set()
-    while len(eof) < partitions:
-        for m in c.consume(10000, timeout=1.0):
-            if m.error():
-                eof.add(m.partition())
-            else:
-                got += 1
+    got = count_only(bootstrap, topic, partitions, group="bench-ceiling")
     out.put((time.perf_counter() - t0, _cpu_self() - cpu0, got))
-    c.close()
 
 
 def ceiling(bootstrap: str, topic: str, partitions: int, n: int, load: str) -> Run:
@@ -171,14 +168,10 @@ def main(argv=None) -> int:
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown:
         ap.error(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
-    if args.backend == "kafka" and (why := kafka_missing()):
-        print(f"SKIPPED the side-by-side against Spark's own Kafka source: {why}. "
-              "Run with --backend mock for groupkafka alone.")
+    chosen = side_by_side_readers(args.backend)
+    if chosen is None:
         return 0
-    jars, why = spark_kafka_jars() if args.backend == "kafka" else ([], "the mock backend runs groupkafka alone")
-    readers = [SPARK, OURS] if jars else [OURS]
-    if why:
-        print(f"Spark's own Kafka source is left out: {why}")
+    readers, jars = chosen
     spark = spark_session(args.cores, jars)
     topics = {f"bench-{w}": args.partitions for w in names}
     summary = []
