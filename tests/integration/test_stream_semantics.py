@@ -95,8 +95,10 @@ def _ends_of(got):
 
 
 def test_completion_invariant_commit_seen_by_the_next_batch(spark, broker, new_topic, unique_name, tmp_path):
-    """When batch N+1 runs, the group's committed offsets are exactly the end of batch N: Spark
-    calls latestOffset(start=end N) only after batch N completed, and that is where we commit."""
+    """When batch N+1 runs, the group's committed offsets are exactly where the batches up to N
+    ended: Spark calls latestOffset(start=end N) only after batch N completed, and that is where
+    we commit. Usually three batches of 20; under load a partition whose offsets were not read in
+    time sits a batch out (CI: four batches), so the ends are accumulated per partition."""
     topic, group = new_topic(2), unique_name("g")
     records = produce(broker.bootstrap, topic, 60, 2)
     calls: list = []
@@ -113,12 +115,16 @@ def test_completion_invariant_commit_seen_by_the_next_batch(spark, broker, new_t
     finally:
         stop(q)
     calls.sort(key=lambda c: c[0])
-    assert [c[0] for c in calls] == [0, 1, 2]
-    assert [len(c[2]) for c in calls] == [20, 20, 20]
+    assert [c[0] for c in calls] == list(range(len(calls))) and len(calls) >= 3
+    assert all(len(c[2]) <= 20 for c in calls), [len(c[2]) for c in calls]  # maxOffsetsPerTrigger
     assert calls[0][1] == {0: None, 1: None}
-    for (_, _, prev), (_, seen, _) in zip(calls, calls[1:], strict=False):
-        assert seen == _ends_of(prev)
-    assert_all_read([r for c in calls for r in c[2]], records)
+    ended: dict[int, int] = {}
+    for (_, _, prev), (batch, seen, _) in zip(calls, calls[1:], strict=False):
+        ended.update(_ends_of(prev))
+        assert seen == {p: ended.get(p) for p in (0, 1)}, (batch, seen, ended)
+    got = [r for c in calls for r in c[2]]
+    assert_all_read(got, records)
+    assert not duplicates(got)
     assert committed_offsets(broker.bootstrap, group, topic, 2) == ends(records)
 
 
