@@ -54,7 +54,8 @@ def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_siz
     for rng in tasks:
         writer = None
         for batch in read_partition(config, [rng], include_headers=False, fail_on_data_loss=True,
-                                    max_records_per_batch=opts.max_records_per_arrow_batch, poll_timeout_ms=60_000):
+                                    max_records_per_batch=opts.max_records_per_arrow_batch,
+                                    max_bytes_per_batch=opts.max_bytes_per_arrow_batch, poll_timeout_ms=60_000):
             got += batch.num_rows
             if sink is not None:
                 writer = writer or pa.ipc.new_stream(sink, batch.schema)

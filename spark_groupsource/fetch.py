@@ -32,7 +32,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import chain
+from itertools import accumulate, chain
 from operator import methodcaller
 from typing import Any
 
@@ -133,6 +133,7 @@ def fetch_range(
     outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
     security: SecurityConfig | None = None,
+    max_bytes_per_batch: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of one range as batches of at most ``max_records_per_batch`` rows."""
     yield from read_partition(
@@ -141,6 +142,7 @@ def fetch_range(
         include_headers=include_headers,
         fail_on_data_loss=fail_on_data_loss,
         max_records_per_batch=max_records_per_batch,
+        max_bytes_per_batch=max_bytes_per_batch,
         poll_timeout_ms=poll_timeout_ms,
         outage_timeout_ms=outage_timeout_ms,
         stats=stats,
@@ -159,16 +161,21 @@ def read_partition(
     outage_timeout_ms: int | None = None,
     stats: FetchStats | None = None,
     security: SecurityConfig | None = None,
+    max_bytes_per_batch: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
     no broker answers for its partition before the task fails (sooner than ``poll_timeout_ms``).
+    A batch ends at ``max_records_per_batch`` rows or once its values reach
+    ``max_bytes_per_batch`` bytes (maxBytesPerArrowBatch), whichever comes first.
 
     ``config`` is :func:`spark_groupsource.options.fetcher_config` output; it may carry
     secrets and is never logged.
     """
     if max_records_per_batch < 1:
         raise ValueError(f"max_records_per_batch must be positive, got {max_records_per_batch}")
+    if max_bytes_per_batch is not None and max_bytes_per_batch < 1:
+        raise ValueError(f"max_bytes_per_batch must be positive, got {max_bytes_per_batch}")
     ranges = [r for r in ranges if r.size > 0]
     if not ranges:
         return
@@ -183,6 +190,7 @@ def read_partition(
                 include_headers=include_headers,
                 fail_on_data_loss=fail_on_data_loss,
                 max_records_per_batch=max_records_per_batch,
+                max_bytes_per_batch=max_bytes_per_batch,
                 poll_timeout_s=poll_timeout_ms / 1000.0,
                 outage_timeout_s=None if outage_timeout_ms is None else outage_timeout_ms / 1000.0,
                 stats=stats,
@@ -281,6 +289,7 @@ class _RangeReader:
         outage_timeout_s: float | None = None,
         refusals: RefusalWatch | None = None,
         cluster: str = "",
+        max_bytes_per_batch: int | None = None,
     ):
         self.consumer = consumer
         self.rng = rng
@@ -291,6 +300,7 @@ class _RangeReader:
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.max_batch = max_records_per_batch
+        self.max_bytes = max_bytes_per_batch
         self.poll_timeout_s = poll_timeout_s
         self.outage_timeout_s = outage_timeout_s
         self.stats = stats
@@ -307,10 +317,18 @@ class _RangeReader:
         rng, consumer = self.rng, self.consumer
         self._assign(self.next)
         pending: list[Any] = []
+        pending_sizes: list[int] = []  # value bytes of each pending record (with a byte bound)
+        pending_bytes = 0
+        max_bytes = self.max_bytes
+        record_bytes = 1  # the largest value of the last consume(): sizes the next one
         last_progress = time.monotonic()
         last_check = last_progress
         while not self.done and self.next < rng.until:
             want = min(self.max_batch - len(pending), rng.until - self.next)
+            if max_bytes is not None:
+                # one consume() may return `want` records whatever their size: ask for no
+                # more than the byte budget holds at the last sizes seen (at least one)
+                want = max(1, min(want, (max_bytes - pending_bytes) // record_bytes))
             msgs = consumer.consume(num_messages=want, timeout=_CONSUME_SLICE_S)
             now = time.monotonic()
             if msgs:
@@ -323,6 +341,11 @@ class _RangeReader:
                 if msgs:
                     accepted = self._accept(msgs)
                     pending.extend(accepted)
+                    if max_bytes is not None and accepted:
+                        sizes = list(map(len, accepted))  # len(Message): its value's bytes
+                        pending_sizes.extend(sizes)
+                        pending_bytes += sum(sizes)
+                        record_bytes = max(1, max(sizes))
                     progressed = bool(accepted) or self.done
                 for err in errors:
                     if self.done:
@@ -332,9 +355,16 @@ class _RangeReader:
                     last_progress = last_check = now
                     _UNREACHABLE.pop((rng.topic, rng.partition), None)
                     self._heard()
+                if max_bytes is not None and pending_bytes >= max_bytes:
+                    begin = 0
+                    for end in byte_cuts(pending_sizes, max_bytes):
+                        yield self._flush(pending[begin:end])
+                        begin = end
+                    del pending[:begin], pending_sizes[:begin]
+                    pending_bytes = sum(pending_sizes)
                 if len(pending) >= self.max_batch:
                     yield self._flush(pending)
-                    pending = []
+                    pending, pending_sizes, pending_bytes = [], [], 0
             if self.done or self.next >= rng.until:
                 break
             if now - last_progress >= self.poll_timeout_s:
@@ -562,6 +592,22 @@ class _RangeReader:
         except KafkaException as exc:
             log.debug("watermark query for %s failed: %s", self.rng, exc)
             return None
+
+
+def byte_cuts(sizes: list[int], max_bytes: int) -> list[int]:
+    """Where to end batches of records of ``sizes`` bytes: each batch ends at the record that
+    brings it to ``max_bytes`` (so it holds less than ``max_bytes`` before its last record, and
+    a record of ``max_bytes`` or more is a batch of its own); the records after the last cut
+    have not reached the bound and wait for more."""
+    totals = list(accumulate(sizes))
+    cuts: list[int] = []
+    base, begin = 0, 0
+    while True:
+        k = bisect_left(totals, base + max_bytes, lo=begin)
+        if k >= len(totals):
+            return cuts
+        cuts.append(k + 1)
+        base, begin = totals[k], k + 1
 
 
 def to_record_batch(msgs: list[Any], topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:

@@ -39,6 +39,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``commitOffsets``                      ``true`` (default) / ``false``: commit each completed
                                        micro-batch to the group
 ``maxRecordsPerArrowBatch``            positive int, default 10000: rows per Arrow batch
+``maxBytesPerArrowBatch``              positive int, default 67108864 (64 MiB): value bytes
+                                       per Arrow batch (a batch ends at whichever bound
+                                       comes first; one record larger than this is a batch)
 ``kafkaConsumer.pollTimeoutMs``        positive int, default 120000: how long an executor
                                        waits for records it knows exist before failing
 ``fetchOffset.numRetries``             int >= 0, default 3: driver offset-query retries
@@ -132,6 +135,7 @@ __all__ = [
 
 DEFAULT_ASSIGNOR = "range"
 DEFAULT_MAX_RECORDS_PER_ARROW_BATCH = 10_000
+DEFAULT_MAX_BYTES_PER_ARROW_BATCH = 64 * 1024 * 1024
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
@@ -328,6 +332,7 @@ class _CommonOptions:
     fetch_offset_num_retries: int
     fetch_offset_retry_interval_ms: int
     broker_outage_timeout_ms: int = DEFAULT_BROKER_OUTAGE_TIMEOUT_MS
+    max_bytes_per_arrow_batch: int = DEFAULT_MAX_BYTES_PER_ARROW_BATCH
     group_join_timeout_ms: int = DEFAULT_GROUP_JOIN_TIMEOUT_MS
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
@@ -408,6 +413,7 @@ _OPTION_NAMES = [
     "failOnDataLoss",
     "commitOffsets",
     "maxRecordsPerArrowBatch",
+    "maxBytesPerArrowBatch",
     "kafkaConsumer.pollTimeoutMs",
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",
@@ -594,6 +600,9 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         max_records_per_partition=_int(raw, "maxrecordsperpartition", None, minimum=1),
         max_records_per_arrow_batch=_int(
             raw, "maxrecordsperarrowbatch", DEFAULT_MAX_RECORDS_PER_ARROW_BATCH, minimum=1
+        ),
+        max_bytes_per_arrow_batch=_int(
+            raw, "maxbytesperarrowbatch", DEFAULT_MAX_BYTES_PER_ARROW_BATCH, minimum=1
         ),
         poll_timeout_ms=_int(raw, "kafkaconsumer.polltimeoutms", DEFAULT_POLL_TIMEOUT_MS, minimum=1),
         fetch_offset_num_retries=_int(

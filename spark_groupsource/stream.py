@@ -629,6 +629,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             include_headers=self.opts.include_headers,
             fail_on_data_loss=self.opts.fail_on_data_loss,
             max_records_per_batch=self.opts.max_records_per_arrow_batch,
+            max_bytes_per_batch=self.opts.max_bytes_per_arrow_batch,
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
             security=self.opts.security,

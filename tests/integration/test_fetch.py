@@ -146,6 +146,34 @@ def test_bounded_batches_on_a_long_range(broker: Any, new_topic: Any) -> None:
     assert rows(batches)[-1]["offset"] == 4999
 
 
+def test_batches_bounded_in_bytes_whatever_the_record_size(broker: Any, new_topic: Any) -> None:
+    """maxBytesPerArrowBatch: large records end a batch before maxRecordsPerArrowBatch does;
+    a batch stays within the byte bound plus at most one record, and a record larger than the
+    bound is a batch of its own. Nothing is lost or reordered on the way."""
+    topic = new_topic(1)
+    sizes = [40_000] * 30 + [250_000] + [10] * 50 + [40_000] * 10
+    p = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 3, "message.max.bytes": 1_000_000})
+    for i, n in enumerate(sizes):
+        p.produce(topic, value=bytes([i % 251]) * n, key=b"k%d" % i, partition=0)
+    assert p.flush(30) == 0
+    bound = 100_000
+    batches = bounded(lambda: list(fetch_range(
+        config(broker), OffsetRange(topic, 0, 0, len(sizes)), include_headers=False, fail_on_data_loss=True,
+        max_records_per_batch=10_000, max_bytes_per_batch=bound, poll_timeout_ms=20_000)))
+
+    got = rows(batches)
+    assert [r["offset"] for r in got] == list(range(len(sizes)))
+    assert [len(r["value"]) for r in got] == sizes
+    per_batch = [sum(len(v) for v in b.column("value").to_pylist()) for b in batches]
+    largest = [max(len(v) for v in b.column("value").to_pylist()) for b in batches]
+    assert all(total - big < bound for total, big in zip(per_batch, largest, strict=True)), per_batch
+    assert any(b.num_rows == 1 and total == 250_000 for b, total in zip(batches, per_batch, strict=True))
+    assert len(batches) >= sum(sizes) // (bound + 250_000)
+    # without the byte bound the same range is one batch (the record bound alone)
+    whole = fetch(config(broker), OffsetRange(topic, 0, 0, len(sizes)))
+    assert [b.num_rows for b in whole] == [len(sizes)]
+
+
 def test_range_ending_before_the_partition_end(broker: Any, new_topic: Any) -> None:
     topic = new_topic(1)
     produce_keyed(broker.bootstrap, topic, 30, partitions=1)
