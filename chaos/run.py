@@ -326,11 +326,11 @@ class Run:
                     m.stop()
             for pm in self.plain:
                 pm.close()
-            self._flush_java_members()
             self.sampler.sample()
             final = self.sampler.last.copy()
             self.sampler.close()
             self.broker.stop()
+        self._flush_java_members()  # production has ended, the members have left, the broker is down
         row.elapsed_s = round(time.monotonic() - self.t0, 1)
         self._verdict(row, final, error)
         with open(os.path.join(self.dir, "events.log"), "a") as f:
