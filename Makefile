@@ -60,7 +60,8 @@ chaos-consumer:
 
 # The scenarios on a 3-node Apache Kafka cluster (RF 3, min.insync.replicas 2): the real
 # cluster's faults (broker crash, coordinator crash, rolling restart, frozen broker, the whole
-# cluster down) and every scenario that needs no mock fault injection. See README, "Chaos suite".
+# cluster down) and every scenario that needs no mock fault injection; the churns' plain members
+# are Java consumers (../shared/kafka/java-consumer.sh). ~30 min. See README, "Chaos suite".
 chaos-kafka:
 	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(CHAOS_ARGS)
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from chaos.procs import Member, start_member
 from chaos.sink import read_batches
-from chaos.traffic import OffsetSampler, PlainMember, SeqProducer
+from chaos.traffic import JavaPlainMember, OffsetSampler, PlainMember, SeqProducer
 from chaos.verdict import tally, unreported
 from spark_groupsource.devbroker import DevBroker
 
@@ -124,7 +124,7 @@ class Run:
         self.broker.create_topic(self.topic, partitions)
         self.members: dict[str, Member] = {}
         self.history: list[Member] = []
-        self.plain: list[PlainMember] = []
+        self.plain: list[PlainMember | JavaPlainMember] = []
         self.producer: SeqProducer | None = None
         self.sampler = OffsetSampler(self.broker.bootstrap, self.group, self.topic, partitions).start()
         self.deleted_before: dict[int, int] = {}
@@ -195,16 +195,54 @@ class Run:
             os.remove(flag)
         self.event(f"{'paused' if paused else 'resumed'} {m.owner}'s sink")
 
-    def plain_member(self, name: str, **conf) -> PlainMember:
-        """A librdkafka consumer in the group: classic with a 6 s session, or (``--protocol
-        consumer``) ``group.protocol=consumer``, where librdkafka rejects session, heartbeat and
-        assignment-strategy settings (the broker owns them)."""
-        base = ({"group.protocol": "consumer"} if self.protocol == "consumer"
-                else {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
-        pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out, {**base, **conf})
+    def plain_member(self, name: str, assignor: str | None = None) -> PlainMember | JavaPlainMember:
+        """A plain (non-Spark) consumer in the group: on Kafka the Java reference consumer
+        (``java-consumer.sh``), on the mock a librdkafka one (the Java client is not run against
+        librdkafka's mock). Classic: a 6 s session, 1 s heartbeat and ``assignor`` (the
+        ``partition.assignment.strategy``); ``--protocol consumer``: ``group.protocol=consumer``
+        and no session, heartbeat or assignor (the broker owns them; ``assignor`` is ignored)."""
+        consumer = self.protocol == "consumer"
+        if self.backend == "kafka":
+            java = ({"group_protocol": "consumer"} if consumer
+                    else {"session_timeout_ms": int(SESSION_S * 1000), "heartbeat_interval_ms": 1000,
+                          "assignment_strategy": assignor})
+            pm: PlainMember | JavaPlainMember = JavaPlainMember(
+                name, self.broker.bootstrap, self.topic, self.group, self.out, log_dir=self.dir, **java)
+            kind = "Java"
+        else:
+            conf = ({"group.protocol": "consumer"} if consumer
+                    else {"session.timeout.ms": int(SESSION_S * 1000), "heartbeat.interval.ms": 1000})
+            if assignor and not consumer:
+                conf["partition.assignment.strategy"] = assignor
+            pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out, conf)
+            kind = "librdkafka"
         self.plain.append(pm)
-        self.event(f"plain consumer {name} joined")
+        self.event(f"plain {kind} consumer {name} joined")
         return pm
+
+    def _flush_java_members(self) -> None:
+        """The Java members' batches into the sink, now that every delivery report is in (see
+        :class:`JavaPlainMember`); read offsets with no known seq, and polls with gaps, are
+        problems of the run."""
+        java = [pm for pm in self.plain if isinstance(pm, JavaPlainMember)]
+        if not java:
+            return
+        delivered = self.producer.delivered if self.producer else {}
+        offset_to_seq = {po: seq for seq, po in delivered.items()}
+        for pm in java:
+            pm.close()
+            rows = pm.flush_to_sink(offset_to_seq)
+            self.event(f"{pm.owner}: {pm.batches} polls, {rows} records into the sink, "
+                       f"{pm.commit_errors} failed commits, exit {pm.exit_code}")
+            if pm.unmapped:
+                self.problems.append(f"Java consumer {pm.owner} read {len(pm.unmapped)} offsets the producer "
+                                     f"reported no record at, e.g. (partition, offset) {pm.unmapped[:5]}")
+            errors = pm.consumer.events("error")
+            if errors:
+                self.notes.append(f"Java consumer {pm.owner} reported {len(errors)} errors, e.g. {errors[0]}")
+            if pm.gaps:
+                self.problems.append(f"Java consumer {pm.owner}: polls with gaps in their offset ranges: "
+                                     f"{pm.gaps[:3]}")
 
     def batches_of(self, owner: str) -> int:
         return sum(1 for f in os.listdir(self.out) if f.startswith(owner + "-") and f.endswith(".jsonl"))
@@ -292,6 +330,7 @@ class Run:
             final = self.sampler.last.copy()
             self.sampler.close()
             self.broker.stop()
+        self._flush_java_members()  # production has ended, the members have left, the broker is down
         row.elapsed_s = round(time.monotonic() - self.t0, 1)
         self._verdict(row, final, error)
         with open(os.path.join(self.dir, "events.log"), "a") as f:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from chaos import kafka_faults as kf
+from chaos import traffic
 from chaos.run import BACKENDS, PROTOCOLS, SESSION_S, Outcome, Run, Scenario
 
 OFFSET_COMMIT = 8
@@ -42,6 +43,7 @@ class Spec:
     protocols: tuple[str, ...] = PROTOCOLS
     backends: tuple[str, ...] = BACKENDS  # the dev brokers it runs on
     kafka_nodes: int = 1  # Kafka nodes it needs (a cluster fault needs the other nodes to fail over to)
+    java_on: tuple[str, ...] = ()  # the backends where its plain members are Java consumers (java-consumer.sh)
 
 
 def eager_churn(r: Run, **options: str) -> None:
@@ -64,23 +66,30 @@ def query_churn(r: Run) -> None:
 def cooperative_churn(r: Run) -> None:
     """Plain consumers stay 20 s each (a cooperative rebalance takes two rounds, and a round
     on the mock up to session - 1 s), overlapping: c0; c0 + c1; c1; none. They must get
-    partitions and read from them, or the scenario proved nothing."""
-    _plain_churn(r, {"assignor": "cooperative-sticky"}, {"partition.assignment.strategy": "cooperative-sticky"})
+    partitions and read from them, or the scenario proved nothing. On Kafka they are Java
+    consumers (kafka-clients 4.0.1), on the mock librdkafka ones."""
+    _plain_churn(r, {"assignor": "cooperative-sticky"}, "cooperative-sticky")
+
+
+def eager_plain_churn(r: Run) -> None:
+    """The same churn, eager: a ``range`` query and Java consumers with the ``range`` assignor
+    (Kafka only), so each join and leave revokes every partition of every member."""
+    _plain_churn(r, {"assignor": "range"}, "range")
 
 
 def consumer_churn(r: Run) -> None:
-    """The same with librdkafka consumers in ``group.protocol=consumer`` (no client-side
-    assignor: the broker assigns, incrementally)."""
-    _plain_churn(r, {}, {})
+    """The same with plain consumers in ``group.protocol=consumer`` (no client-side assignor:
+    the broker assigns, incrementally): Java consumers on Kafka, librdkafka ones on the mock."""
+    _plain_churn(r, {}, None)
 
 
-def _plain_churn(r: Run, query_options: dict[str, str], strategy: dict[str, str]) -> None:
+def _plain_churn(r: Run, query_options: dict[str, str], assignor: str | None) -> None:
     r.produce()
     a = r.start("a", **query_options)
     r.wait_reading(a)
-    c0 = r.plain_member("c0", **strategy)
+    c0 = r.plain_member("c0", assignor)
     r.sleep(20)
-    c1 = r.plain_member("c1", **strategy)
+    c1 = r.plain_member("c1", assignor)
     r.sleep(20)
     c0.close()
     r.event("plain consumer c0 left")
@@ -291,12 +300,16 @@ MOCK, KAFKA = ("mock",), ("kafka",)
 SCENARIOS = [
     Spec("eager_churn", eager_churn, "a second query started and stopped twice (range)", protocols=CLASSIC),
     Spec("cooperative_churn", cooperative_churn,
-         "plain librdkafka consumers join and leave a cooperative-sticky query",
-         protocols=CLASSIC),
+         "plain consumers (cooperative-sticky; Java on Kafka, librdkafka on the mock) join and leave "
+         "a cooperative-sticky query", protocols=CLASSIC, java_on=KAFKA),
+    Spec("eager_plain_churn", eager_plain_churn,
+         "plain Java consumers (range, eager) join and leave a range query", protocols=CLASSIC,
+         backends=KAFKA, java_on=KAFKA),
     Spec("query_churn", query_churn, "a second query started and stopped twice (remote assignor range)",
          protocols=CONSUMER),
     Spec("consumer_churn", consumer_churn,
-         "plain librdkafka consumers (group.protocol=consumer) join and leave the query", protocols=CONSUMER),
+         "plain consumers (group.protocol=consumer; Java on Kafka, librdkafka on the mock) join and leave "
+         "the query", protocols=CONSUMER, java_on=KAFKA),
     Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint",
          quick=CLASSIC),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
@@ -337,11 +350,13 @@ NOT_IN_CONSUMER = {
     "cooperative_churn": "the cooperative-sticky client-side assignor is rejected in this mode (the broker "
     "assigns); consumer_churn runs the same churn with group.protocol=consumer consumers",
     "redundant_restart": "redundant is a client-side assignor; the broker assigns each partition to one member",
+    "eager_plain_churn": "eager assignment is a classic client-side assignor behaviour; KIP-848 rebalances are "
+    "always incremental (consumer_churn runs the same churn)",
 }
 #: Classic has its own churn scenarios for these.
 NOT_IN_CLASSIC = {
     "query_churn": "the classic mode runs eager_churn",
-    "consumer_churn": "the classic mode runs cooperative_churn",
+    "consumer_churn": "the classic mode runs cooperative_churn (and eager_plain_churn on Kafka)",
 }
 
 
@@ -357,11 +372,17 @@ NOT_ON_KAFKA = {
 
 #: Why the real-cluster scenarios do not run on the mock.
 NOT_ON_MOCK = "a real cluster's fault (JVMs killed, frozen, restarted; controller fail-over): --broker kafka"
+#: ... and the Kafka-only scenarios that are no cluster fault.
+NOT_ON_MOCK_WHY = {
+    "eager_plain_churn": "its plain members are Java consumers, which the suite runs on Kafka only "
+    "(--broker kafka); on the mock eager_churn churns a second query",
+}
 
 
 def for_protocol(protocol: str, backend: str = "mock", kafka_nodes: int = 1) -> list[Spec]:
     return [s for s in SCENARIOS if protocol in s.protocols and backend in s.backends
-            and (backend != "kafka" or s.kafka_nodes <= kafka_nodes)]
+            and (backend != "kafka" or s.kafka_nodes <= kafka_nodes)
+            and not (backend in s.java_on and traffic.java_missing())]
 
 
 def why_not(name: str, protocol: str, backend: str = "mock", kafka_nodes: int = 1) -> str | None:
@@ -372,5 +393,9 @@ def why_not(name: str, protocol: str, backend: str = "mock", kafka_nodes: int = 
         if why is None and spec is not None and spec.kafka_nodes > kafka_nodes:
             why = f"needs a {spec.kafka_nodes}-node Kafka cluster (--kafka-brokers {spec.kafka_nodes})"
     if why is None and backend == "mock" and spec is not None and "mock" not in spec.backends:
-        why = NOT_ON_MOCK
+        why = NOT_ON_MOCK_WHY.get(name, NOT_ON_MOCK)
+    if why is None and spec is not None and backend in spec.java_on:
+        missing = traffic.java_missing()
+        if missing:
+            why = f"its plain members are Java consumers on {backend}, which cannot run here: {missing}"
     return why

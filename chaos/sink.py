@@ -16,8 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 
-def write_batch(out: str, owner: str, batch_id: int, rows: Iterable[tuple[int, int, int]]) -> str:
-    lines = [json.dumps({"owner": owner, "batch": batch_id, "t": time.time()})]
+def write_batch(out: str, owner: str, batch_id: int, rows: Iterable[tuple[int, int, int]],
+                t: float | None = None) -> str:
+    """``t``: when the batch was read (wall clock; default now). The verdict orders batches by it,
+    so a batch written after the fact (a Java consumer's, see chaos.traffic.JavaPlainMember)
+    carries the time it was read."""
+    lines = [json.dumps({"owner": owner, "batch": batch_id, "t": time.time() if t is None else t})]
     lines += [json.dumps([p, o, s]) for p, o, s in rows]
     final = os.path.join(out, f"{owner}-{batch_id}-{uuid.uuid4().hex[:8]}.jsonl")
     tmp = final + ".tmp"

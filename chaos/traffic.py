@@ -1,10 +1,14 @@
-"""The producer (a unique sequence number per record) and the committed-offset sampler; each runs
-on its own thread for a bounded time."""
+"""The producer (a unique sequence number per record) and the committed-offset sampler, each on
+its own thread for a bounded time; the plain (non-Spark) group members: librdkafka consumers
+(:class:`PlainMember`) and the Java reference consumer (:class:`JavaPlainMember`)."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
@@ -192,3 +196,95 @@ class PlainMember:
         self._stop.set()
         self._thread.join(15)
         self.consumer.close()
+
+
+def java_missing() -> str | None:
+    """Why the Java reference consumer (``../shared/kafka/java-consumer.sh``, driven through
+    ``tests/javaclient.py``) cannot run here, or None."""
+    try:
+        from tests.javaclient import java_consumer_missing
+    except ImportError as exc:  # a copy of the project without its tests
+        return f"tests/javaclient.py cannot be imported ({exc})"
+    return java_consumer_missing()
+
+
+class JavaPlainMember:
+    """The Java reference consumer (kafka-clients 4.0.1, ``java-consumer.sh`` through
+    :class:`tests.javaclient.JavaConsumer`) as a plain group member: it polls, and commits
+    synchronously after each non-empty poll, in ``onPartitionsRevoked`` and before it closes.
+
+    Its ``records`` events carry per-partition offset ranges, not values, so the batches reach
+    the sink only at :meth:`flush_to_sink`, once production has ended and every delivery report
+    (seq -> partition, offset) is in: one sink batch per ``records`` event, stamped with the
+    event's wall-clock time, so they interleave with the Spark members' batches by when they
+    were read. ``acquired``: the partitions each ``assigned`` callback added (eager: the whole
+    new assignment; cooperative and KIP-848: the increment)."""
+
+    def __init__(self, owner: str, bootstrap: str, topic: str, group: str, out: str, *, log_dir: str,
+                 **java: object):
+        from tests.javaclient import JavaConsumer
+
+        self.owner, self.out, self.topic = owner, out, topic
+        self._log = os.path.join(log_dir, f"{owner}.java.log")
+        self.consumer = JavaConsumer(bootstrap, group, [topic], name=owner, commit="sync", **java).start()
+        self.exit_code: int | None = None
+        self.flushed = False
+        self.unmapped: list[tuple[int, int]] = []  # (partition, offset) read, no seq known for it
+        self.gaps: list[str] = []  # records events whose count disagrees with their offset range
+
+    @property
+    def acquired(self) -> list[int]:
+        return [p for a in self.consumer.history() if a.kind == "assigned"
+                for t, p in sorted(a.partitions) if t == self.topic]
+
+    @property
+    def batches(self) -> int:
+        return len(self.consumer.events("records"))
+
+    @property
+    def commit_errors(self) -> int:
+        return sum(1 for c in self.consumer.commits() if not c.ok)
+
+    def close(self) -> None:
+        """Leave the group (SIGTERM: revocation, final commit, LeaveGroup; killed if that takes
+        more than 30 s); keeps its events and stderr in ``<owner>.java.log`` (idempotent)."""
+        if self.exit_code is not None or self.consumer.proc is None:
+            return
+        self.exit_code = self.consumer.stop(timeout=30)
+        with open(self._log, "w") as f:
+            for e in self.consumer.events():
+                f.write(json.dumps({k: v for k, v in e.items() if k != "_mono"}) + "\n")
+            f.write(f"--- exit {self.exit_code}; stderr tail:\n{self.consumer.stderr_tail(200)}")
+        self.consumer.close()
+
+    def flush_to_sink(self, offset_to_seq: Mapping[tuple[int, int], int]) -> int:
+        """Write every ``records`` event as one sink batch of (partition, offset, seq) rows; an
+        offset with no known seq is kept in ``unmapped`` (a problem the run reports), never
+        dropped silently. Returns the rows written (once; later calls write nothing)."""
+        from chaos.sink import write_batch
+        from tests.javaclient import parse_tp
+
+        if self.flushed:
+            return 0
+        self.flushed = True
+        written = 0
+        for i, e in enumerate(self.consumer.events("records")):
+            counts = e.get("per_partition", {})
+            rows = []
+            for name, (first, last) in sorted(e.get("offset_ranges", {}).items()):
+                topic, p = parse_tp(name)
+                if topic != self.topic:
+                    continue
+                first, last = int(first), int(last)
+                if int(counts.get(name, last - first + 1)) != last - first + 1:
+                    self.gaps.append(f"{name} [{first}, {last}] holds {counts.get(name)} records")
+                for o in range(first, last + 1):
+                    seq = offset_to_seq.get((p, o))
+                    if seq is None:
+                        self.unmapped.append((p, o))
+                    else:
+                        rows.append((p, o, seq))
+            t = e["ts_ms"] / 1000 if "ts_ms" in e else time.time() - (time.monotonic() - e["_mono"])
+            write_batch(self.out, self.owner, i, rows, t=t)
+            written += len(rows)
+        return written

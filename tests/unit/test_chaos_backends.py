@@ -12,24 +12,32 @@ from chaos.scenarios import SCENARIOS, for_protocol, why_not
 from spark_groupsource.devbroker import DevBrokerError, _kafka
 
 
+@pytest.fixture(autouse=True)
+def java_present(monkeypatch) -> None:
+    """The scenarios with Java plain members run on Kafka whether or not java-consumer.sh is on
+    this machine (test_chaos_java_member checks the skip where it is missing)."""
+    monkeypatch.setattr("chaos.traffic.java_missing", lambda: None)
+
+
 def names(protocol: str, backend: str, kafka_nodes: int = 1) -> set[str]:
     return {s.name for s in for_protocol(protocol, backend, kafka_nodes)}
 
 
 def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -> None:
     injected = {"broker_outage", "coordinator_moved", "commit_errors"}
+    java_only = {"classic": {"eager_plain_churn"}, "consumer": set()}  # Java plain members: Kafka only
     cluster = {"broker_crash", "coordinator_crash", "rolling_restart", "broker_frozen", "cluster_down",
                "cluster_down_long"}
     for protocol in ("classic", "consumer"):
         assert injected <= names(protocol, "mock") and not injected & names(protocol, "kafka")
-        assert names(protocol, "kafka") == names(protocol, "mock") - injected
+        assert names(protocol, "kafka") == (names(protocol, "mock") - injected) | java_only[protocol]
         assert names(protocol, "kafka", 3) == names(protocol, "kafka") | cluster
-        assert not cluster & names(protocol, "mock")
+        assert not (cluster | java_only[protocol]) & names(protocol, "mock")
         for s in SCENARIOS:
             if protocol in s.protocols and s.name not in names(protocol, "kafka"):
                 why = why_not(s.name, protocol, "kafka") or ""
                 assert "fault injection" in why or "3-node Kafka cluster" in why, s.name
-            if s.name in cluster:
+            if s.name in cluster | java_only[protocol]:
                 assert "--broker kafka" in (why_not(s.name, protocol, "mock") or ""), s.name
     assert {"query_churn", "consumer_churn", "driver_kill9", "member_frozen", "worker_kill",
             "unreachable_bootstrap", "retention_fail", "retention_skip"} == names("consumer", "kafka")
