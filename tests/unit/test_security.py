@@ -165,7 +165,10 @@ def test_every_form_of_trust_gives_both_clients_the_ca(pki, trust: str) -> None:
 
 
 @pytest.mark.parametrize("store", ["p12", "pem_files", "pem_keystore", "inline"])
-def test_every_form_of_client_certificate_gives_both_clients_the_key(pki, store: str) -> None:
+def test_every_form_of_client_certificate_gives_both_clients_the_key(pki, store: str, tmp_path, monkeypatch) -> None:
+    # the key files go to a temp dir of this test's own: the machine's /tmp holds other test
+    # workers' key files while their clients are being built (a clean-clone CI run saw one)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     cert_text, key_text = open(pki.client_cert_pem).read(), open(pki.client_key_pem).read()
     given = {
         "p12": {"ssl.keystore.location": pki.client_p12, "ssl.keystore.password": STORE_PASSWORD,
@@ -185,7 +188,7 @@ def test_every_form_of_client_certificate_gives_both_clients_the_key(pki, store:
     assert rd["ssl.key.password"]
     assert isinstance(kp["ssl_context"], ssl.SSLContext)  # load_cert_chain accepted key and chain
     accepted_by_librdkafka(rd)
-    assert not glob.glob(os.path.join(tempfile.gettempdir(), "groupkafka-tls-*")), "key files left behind"
+    assert not glob.glob(os.path.join(str(tmp_path), "groupkafka-tls-*")), "key files left behind"
 
 
 def _pem_keystore(pki) -> str:
