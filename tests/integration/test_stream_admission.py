@@ -17,13 +17,22 @@ from test_stream_support import (
     wait_rows,
 )
 
+from helpers import wait_until
+
 
 def _started(progress: dict) -> float:
     return datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def _batches(q) -> list:
-    return [p for p in q.recentProgress if p["numInputRows"]]
+def _batches(q, rows: int) -> list:
+    """The progress of the batches with data, once it accounts for ``rows`` rows: Spark posts a
+    batch's progress after its rows are visible in the memory sink (a clean-clone CI run read it
+    in between and saw [20, 1] of [20, 1, 2])."""
+    def settled() -> list | None:
+        batches = [p for p in q.recentProgress if p["numInputRows"]]
+        return batches if sum(p["numInputRows"] for p in batches) >= rows else None
+
+    return wait_until(settled, timeout=30, message=f"progress of {rows} rows ({q.recentProgress})")
 
 
 def test_min_offsets_per_trigger_holds_a_batch_until_enough_records(spark, broker, new_topic, unique_name, tmp_path):
@@ -41,7 +50,7 @@ def test_min_offsets_per_trigger_holds_a_batch_until_enough_records(spark, broke
         records += produce(broker.bootstrap, topic, 6, 2, start=24)  # 10 waiting now
         wait_rows(spark, name, 30, query=q)
         assert q.exception() is None
-        batches = _batches(q)
+        batches = _batches(q, 30)
     finally:
         stop(q)
     assert [p["numInputRows"] for p in batches] == [20, 10]
@@ -61,7 +70,7 @@ def test_max_trigger_delay_starts_a_small_batch(spark, broker, new_topic, unique
         records += produce(broker.bootstrap, topic, 3, 2, start=20)  # never 1000: only the delay starts it
         wait_rows(spark, name, 23, query=q)
         assert q.exception() is None
-        batches = _batches(q)
+        batches = _batches(q, 23)
     finally:
         stop(q)
     sizes = [p["numInputRows"] for p in batches]

@@ -230,7 +230,8 @@ def test_deleted_stretch_is_decided_at_planning(spark: Any, mock_broker: Any, un
             assert rows(spark, name) == []
             return
         wait_rows(spark, name, 5, query=q)
-        first = q.recentProgress[0] if q.recentProgress else None
+        # Spark posts a batch's progress after its rows are visible in the memory sink
+        first = wait_until(lambda: (q.recentProgress or [None])[0], timeout=30, message="the first batch's progress")
         got = sorted(o for _, _, o, _, _ in rows(spark, name))
         # the first batch already starts at the log start: nothing was planned below it
         assert got[:5] == list(range(low, low + 5)), (got[:5], low)
