@@ -123,18 +123,25 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for spec in specs:
         print(f"chaos: {spec.name}: {spec.about}", flush=True)
-        run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
-                  brokers=nodes_n if backend == "kafka" else None)
-        error = None
+        t_setup = time.monotonic()
         try:
-            spec.run(run)
-        except Exception as exc:  # noqa: BLE001 - reported in the row, the suite goes on
-            error = exc
-        try:
-            row = run.finish(args.quiet_timeout, error)
-        except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
-            row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol,
-                      broker=backend)
+            run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
+                      brokers=nodes_n if backend == "kafka" else None)
+        except Exception as exc:  # noqa: BLE001 - a failed set-up fails this row, the suite goes on
+            run = None
+            row = Row(spec.name, reasons=[f"set-up failed (broker, topic): {type(exc).__name__}: {exc}"],
+                      protocol=protocol, broker=backend, elapsed_s=round(time.monotonic() - t_setup, 1))
+        if run is not None:
+            error = None
+            try:
+                spec.run(run)
+            except Exception as exc:  # noqa: BLE001 - reported in the row, the suite goes on
+                error = exc
+            try:
+                row = run.finish(args.quiet_timeout, error)
+            except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
+                row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol,
+                          broker=backend)
         rows.append(row)
         verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
         print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)

@@ -121,7 +121,11 @@ class Run:
             if protocol == "consumer":  # the broker-owned session of KIP-848 groups, as the classic one
                 self.broker.mock.set_group_consumer_session_timeout_ms(int(SESSION_S * 1000))
                 self.broker.mock.set_group_consumer_heartbeat_interval_ms(1000)
-        self.broker.create_topic(self.topic, partitions)
+        try:
+            self.broker.create_topic(self.topic, partitions)
+        except BaseException:
+            self.broker.stop()  # a set-up that failed leaves nothing running
+            raise
         self.members: dict[str, Member] = {}
         self.history: list[Member] = []
         self.plain: list[PlainMember | JavaPlainMember] = []

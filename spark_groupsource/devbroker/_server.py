@@ -104,23 +104,35 @@ def admin_create_topic(admin: Any, name: str, partitions: int, timeout: float,
     from confluent_kafka.admin import NewTopic
 
     validate_topic(name, partitions)
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
-        request_timeout=timeout,
-        operation_timeout=timeout,
-    )
-    created = True
-    try:
-        futures[name].result(timeout=timeout + 5)
-    except Exception as exc:
-        err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        if err is None or err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise DevBrokerError(f"cannot create topic {name!r}: {exc}") from None
-        created = False
-    finally:
-        # The future keeps the exception, whose traceback keeps this frame: break the cycle so
-        # the admin client is not kept alive (with open connections) until a GC pass.
-        futures.clear()
+    deadline = time.monotonic() + timeout
+    retried = False
+    while True:
+        futures = admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
+            request_timeout=timeout,
+            operation_timeout=timeout,
+        )
+        created, again = True, False
+        try:
+            futures[name].result(timeout=timeout + 5)
+        except Exception as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if err is not None and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                created = retried  # an earlier attempt whose answer was lost may have made it
+            elif _transient(err) and time.monotonic() < deadline:
+                # a cluster still settling (nodes joining, a connection torn down under load:
+                # "Broker handle destroyed", seen on a loaded 3-node start): ask again
+                again = True
+            else:
+                raise DevBrokerError(f"cannot create topic {name!r}: {exc}") from None
+        finally:
+            # The future keeps the exception, whose traceback keeps this frame: break the cycle so
+            # the admin client is not kept alive (with open connections) until a GC pass.
+            futures.clear()
+        if not again:
+            break
+        retried = True
+        time.sleep(0.5)
     if not created:
         md = admin.list_topics(timeout=timeout)
         tmd = md.topics.get(name)
@@ -131,6 +143,17 @@ def admin_create_topic(admin: Any, name: str, partitions: int, timeout: float,
             ) from None
     wait_for_topic(admin, name, partitions, timeout)
     return created
+
+
+def _transient(err: Any) -> bool:
+    """An admin error that a later attempt can get past (retriable, or the client's own
+    connection trouble)."""
+    if err is None:
+        return False
+    from confluent_kafka import KafkaError
+
+    return bool(err.retriable()) or err.code() in (
+        KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN)
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
