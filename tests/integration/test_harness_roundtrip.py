@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
 
-from helpers import committed_offsets, consume_all, consumer_conf, produce_keyed, wait_until
+from helpers import (
+    Record,
+    _confirm_unknown_offsets,
+    committed_offsets,
+    consume_all,
+    consumer_conf,
+    produce_keyed,
+    wait_until,
+)
 
 
 def test_produce_consume_round_trip(broker, new_topic):
@@ -52,3 +60,22 @@ def test_committed_offsets_read_back(broker, new_topic, unique_name):
         message="committed offsets to show",
     )
     assert got == {0: 2, 1: None, 2: None, 3: 1}
+
+
+def test_an_unknown_delivery_offset_is_looked_up_or_the_record_sent_again(broker, new_topic):
+    """A record librdkafka reported delivered with no offset is found in the log by key; one
+    the log does not hold is written again, so the test's expectations match the log."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(2)
+    produced = produce_keyed(broker.bootstrap, topic, 4, partitions=2)
+    in_log = produced[1]
+    never_written = Record(topic, 1, None, b"lost-1", b"value-lost", in_log.timestamp)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    unknown = [Record(in_log.topic, in_log.partition, None, in_log.key, in_log.value, in_log.timestamp),
+               never_written]
+    fixed = _confirm_unknown_offsets(producer, broker.bootstrap, topic, unknown, 30)
+    assert fixed[0] == in_log
+    assert (fixed[1].partition, fixed[1].offset, fixed[1].key) == (1, 2, b"lost-1")
+    assert {(r.partition, r.offset, r.key) for r in consume_all(broker.bootstrap, topic)} >= {
+        (r.partition, r.offset, r.key) for r in fixed}
