@@ -74,7 +74,9 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start=None, limit=None):
         at = (start or {"n": 0})["n"]
-        step = self.max_rows if limit is None or isinstance(limit, ReadAllAvailable) else limit.max_rows
+        if isinstance(limit, ReadAllAvailable):
+            return {"n": self.cap}
+        step = self.max_rows if limit is None else limit.max_rows
         return {"n": min(self.cap, at + step)}
 
     def partitions(self, start, end):
