@@ -9,10 +9,16 @@ Spark's share of any Python streaming source: the per-query runner process Spark
 (``python_streaming_source_runner``), the Python workers, the Arrow hand-off to the JVM and the
 JVM's conversion into rows. groupkafka cannot be faster than this, nor use less CPU.
 
-Options: ``rows`` (total), ``partitions``, ``valueSize`` (bytes), ``maxOffsetsPerTrigger``.
+Offsets are one position per partition (``{"o": [...]}``), rows dealt round-robin, so that at
+1,000 partitions the offsets Spark logs and hands to the runner are as large as a Kafka
+source's. Options: ``partitions``, ``valueSize`` (bytes), ``maxOffsetsPerTrigger`` and either
+``rows`` (a fixed total: throughput.py) or ``rate`` (rows appear at this many per second from
+the reader's creation on, unbounded: small_batches.py).
 """
 
 from __future__ import annotations
+
+import time
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -57,33 +63,42 @@ class _Range(InputPartition):
 
 class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options):
-        self.rows = int(options["rows"])
         self.partitions_n = int(options.get("partitions", "8"))
         self.value_size = int(options.get("valueSize", "100"))
-        self.max_rows = int(options.get("maxOffsetsPerTrigger", str(self.rows)))
-        self.cap = self.rows
+        self.rate = float(options.get("rate", "0"))
+        self.rows = int(options.get("rows", "0"))
+        self.max_rows = int(options.get("maxOffsetsPerTrigger", "0")) or None
+        self.born = time.monotonic()
+        self.cap: int | None = None
+
+    def _available(self) -> int:
+        if self.rate:
+            return int((time.monotonic() - self.born) * self.rate)
+        return self.rows
+
+    def _offset(self, total: int) -> dict:
+        base, extra = divmod(total, self.partitions_n)
+        return {"o": [base + (1 if i < extra else 0) for i in range(self.partitions_n)]}
 
     def initialOffset(self):
-        return {"n": 0}
+        return self._offset(self._available() if self.rate else 0)  # a stream starts at its end
 
     def getDefaultReadLimit(self):
-        return ReadMaxRows(self.max_rows)
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.cap = self.rows
+        self.cap = self._available()
 
     def latestOffset(self, start=None, limit=None):
-        at = (start or {"n": 0})["n"]
-        if isinstance(limit, ReadAllAvailable):
-            return {"n": self.cap}
-        step = self.max_rows if limit is None else limit.max_rows
-        return {"n": min(self.cap, at + step)}
+        at = sum(start["o"]) if start else 0
+        end = self._available() if self.cap is None else self.cap
+        if limit is not None and not isinstance(limit, ReadAllAvailable):
+            end = min(end, at + limit.max_rows)
+        return self._offset(max(at, end))
 
     def partitions(self, start, end):
-        rows = end["n"] - start["n"]
-        base, extra = divmod(rows, self.partitions_n)
-        sizes = [base + (1 if i < extra else 0) for i in range(self.partitions_n)]
-        return [_Range(i, s, self.value_size) for i, s in enumerate(sizes) if s]
+        return [_Range(i, hi - lo, self.value_size)
+                for i, (lo, hi) in enumerate(zip(start["o"], end["o"], strict=True)) if hi > lo]
 
     def read(self, partition: _Range):
         template = _template(partition.value_size)

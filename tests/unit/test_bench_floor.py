@@ -4,6 +4,7 @@ the rows it plans, in the Kafka sources' Arrow schema, or its figures bound noth
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -19,6 +20,10 @@ def _reader(rows: int, partitions: int = 8, value_size: int = 100, max_rows: int
                               "maxOffsetsPerTrigger": str(max_rows)})
 
 
+def _at(n: int, partitions: int = 8) -> dict:
+    return _reader(0, partitions)._offset(n)
+
+
 def _read_all(r: FloorStreamReader, start, end) -> list:
     return [b for p in r.partitions(start, end) for b in r.read(p)]
 
@@ -31,18 +36,18 @@ def test_plans_max_offsets_per_trigger_until_every_row():
         end = r.latestOffset(start, r.getDefaultReadLimit())
         if end == start:
             break
-        ends.append(end["n"])
+        ends.append(sum(end["o"]))
         start = end
     assert ends == [250_000, 500_000, 750_000, 1_000_000, 1_000_003]
-    assert r.latestOffset({"n": 0}, ReadAllAvailable()) == {"n": 1_000_003}
-    assert r.latestOffset({"n": 0}, ReadMaxRows(10)) == {"n": 10}
+    assert r.latestOffset(_at(0), ReadAllAvailable()) == _at(1_000_003)
+    assert r.latestOffset(_at(0), ReadMaxRows(10)) == _at(10)
 
 
 def test_reads_exactly_the_planned_rows_in_the_kafka_schema():
     r = _reader(100_000, partitions=8, value_size=1000)
-    parts = r.partitions({"n": 25_000}, {"n": 60_001})
+    parts = r.partitions(_at(25_000), _at(60_001))
     assert len(parts) == 8 and sum(p.rows for p in parts) == 35_001
-    batches = _read_all(r, {"n": 25_000}, {"n": 60_001})
+    batches = _read_all(r, _at(25_000), _at(60_001))
     assert sum(b.num_rows for b in batches) == 35_001
     assert all(b.schema == arrow_schema(False) for b in batches)
     assert all(len(v) == 1000 for v in batches[0].column("value").to_pylist()[:3])
@@ -50,5 +55,15 @@ def test_reads_exactly_the_planned_rows_in_the_kafka_schema():
 
 def test_fewer_rows_than_partitions_plans_no_empty_task():
     r = _reader(100, partitions=8)
-    parts = r.partitions({"n": 0}, {"n": 3})
+    parts = r.partitions(_at(0), _at(3))
     assert [p.rows for p in parts] == [1, 1, 1]
+
+
+def test_a_rate_makes_rows_appear_over_time_from_the_end():
+    r = FloorStreamReader({"rate": "1000", "partitions": "1000"})
+    start = r.initialOffset()
+    assert len(start["o"]) == 1000
+    time.sleep(0.05)
+    end = r.latestOffset(start, None)
+    assert sum(end["o"]) > sum(start["o"])
+    assert sum(p.rows for p in r.partitions(start, end)) == sum(end["o"]) - sum(start["o"])
