@@ -170,7 +170,7 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-SPARK, OURS = "spark kafka", "groupkafka"
+SPARK, OURS, FLOOR = "spark kafka", "groupkafka", "python source floor"
 
 
 def side_by_side_readers(backend: str) -> tuple[list[str], list[str]] | None:

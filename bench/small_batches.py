@@ -15,6 +15,10 @@ progress of each batch with data (mean ms):
   driver total:   the above + queryPlanning (input partitions) + getBatch + commitOffsets
   fetch:          addBatch (the executors' fetch into the sink)
 
+A third reader, the Python source floor (``format("benchfloor")``, _floor_source.py: no Kafka,
+offsets of as many partitions, rows at the same rate from memory), shows what Spark itself
+spends per trigger on any Python streaming source (the runner's round trips, its offset logs).
+
     python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 20]
                                   [--rounds 2] [--backend kafka]
 """
@@ -34,7 +38,17 @@ import time
 from confluent_kafka import Producer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import OURS, SPARK, Meter, load_average, produce, side_by_side_readers, spark_session  # noqa: E402
+from _common import (  # noqa: E402
+    FLOOR,
+    OURS,
+    SPARK,
+    Meter,
+    load_average,
+    produce,
+    side_by_side_readers,
+    spark_session,
+)
+from _floor_source import register as register_floor  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
@@ -75,19 +89,25 @@ def _partitions_read(progress: dict) -> int:
     holds the ranges; Spark's source has ``{topic: {partition: offset}}`` at start and end."""
     src = progress["sources"][0]
     start, end = (json.loads(x) if isinstance(x, str) else x for x in (src["startOffset"], src["endOffset"]))
+    if "o" in end:  # the Python source floor: a position per partition
+        return sum(1 for lo, hi in zip(start["o"], end["o"], strict=True) if hi > lo)
     if "ranges" in end:
         return sum(1 for parts in end["ranges"].values() for lo, hi in parts.values() if hi > lo)
     return sum(1 for t, parts in end.items() for p, hi in parts.items() if hi > (start or {}).get(t, {}).get(p, hi))
 
 
 def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigger_ms: int, session_ms: int,
-            exclude: list[int]) -> dict:
+            exclude: list[int], partitions: int, rate: float) -> dict:
     """Run ``reader``'s query (processingTime trigger, startingOffsets=latest, noop sink) while
     the trickle goes on: wait for its first batch with data and the warm-up, then measure
     ``batches`` batches with data."""
-    fmt = "kafka" if reader == SPARK else "groupkafka"
-    r = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-         .option("startingOffsets", "latest"))
+    if reader == FLOOR:  # no Kafka: the same partitions and rate, rows from memory
+        r = (spark.readStream.format("benchfloor").option("partitions", str(partitions)).option("rate", str(rate))
+             .option("valueSize", "100"))
+    else:
+        r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+             .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "latest"))
     if reader == OURS:
         r = (r.option("kafka.group.id", f"bench-small-{time.time_ns()}")
              .option("kafka.session.timeout.ms", str(session_ms)))
@@ -140,6 +160,8 @@ def main(argv=None) -> int:
         return 0
     readers, jars = chosen
     spark = spark_session(args.cores, jars)
+    register_floor(spark)
+    readers = [*readers, FLOOR]
     topic = "small"
     runs = []
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
@@ -153,7 +175,7 @@ def main(argv=None) -> int:
             for rnd in range(args.rounds):
                 for reader in (readers if rnd % 2 == 0 else readers[::-1]):
                     runs.append(measure(spark, reader, broker.bootstrap, topic, args.batches, args.trigger_ms,
-                                        broker.recommended_session_timeout_ms, exclude))
+                                        broker.recommended_session_timeout_ms, exclude, args.partitions, args.rate))
         finally:
             stop.set()
             producer.join(30)
@@ -181,6 +203,11 @@ def main(argv=None) -> int:
               f"{ours['source'] / theirs['source']:.2f}x (goal <= 1), driver total "
               f"{ours['driver'] / theirs['driver']:.2f}x, whole trigger {ours['trigger'] / theirs['trigger']:.2f}x, "
               f"CPU per trigger {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
+    floor = best[FLOOR]
+    print(f"the Python source floor (offsets of {args.partitions:,} partitions, no Kafka): driver cost (queryPlanning "
+          f"excluded) {floor['source']:.0f} ms, driver total {floor['driver']:.0f} ms; groupkafka / floor "
+          f"{ours['source'] / floor['source']:.2f}x"
+          + (f", floor / Spark's source {floor['source'] / best[SPARK]['source']:.2f}x" if SPARK in best else ""))
     return 0
 
 

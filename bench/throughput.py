@@ -10,7 +10,11 @@ order flips every round so that a drift in the machine's load hits both. Best of
                        gets out of this broker);
   Spark's source:      ``format("kafka")``, its jars from ../shared/kafka/lib/spark-kafka/ and
                        lib/clients/ (skipped, saying so, when they are missing);
-  groupkafka:          ``format("groupkafka")``.
+  groupkafka:          ``format("groupkafka")``;
+  Python source floor: ``format("benchfloor")`` (_floor_source.py), a Python streaming source
+                       that yields the same rows from memory: what Spark itself costs any
+                       Python data source (its per-query runner, the Python workers, the Arrow
+                       hand-off), so the bound on what groupkafka can reach.
 
 Per reader: the whole run (``start()`` to termination: group join, first plan, final commit),
 the time inside the micro-batches' ``addBatch`` (the executors' fetch into the sink) and the
@@ -39,6 +43,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
+    FLOOR,
     OURS,
     SPARK,
     Meter,
@@ -49,6 +54,7 @@ from _common import (  # noqa: E402
     side_by_side_readers,
     spark_session,
 )
+from _floor_source import register as register_floor  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
@@ -112,14 +118,17 @@ def ceiling(bootstrap: str, topic: str, partitions: int, n: int, load: str) -> R
 
 
 def query(spark, reader: str, bootstrap: str, topic: str, n: int, max_offsets: int, session_ms: int,
-          exclude: list[int]) -> Run:
+          exclude: list[int], partitions: int, value_size: int) -> Run:
     """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
-    fmt = "kafka" if reader == SPARK else "groupkafka"
-    r = (spark.readStream.format(fmt)
-         .option("kafka.bootstrap.servers", bootstrap)
-         .option("subscribe", topic)
-         .option("startingOffsets", "earliest")
-         .option("maxOffsetsPerTrigger", str(max_offsets)))
+    if reader == FLOOR:
+        r = (spark.readStream.format("benchfloor").option("rows", str(n)).option("partitions", str(partitions))
+             .option("valueSize", str(value_size)).option("maxOffsetsPerTrigger", str(max_offsets)))
+    else:
+        r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+             .option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic)
+             .option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", str(max_offsets)))
     if reader == OURS:
         r = r.option("kafka.group.id", f"bench-{time.time_ns()}").option("kafka.session.timeout.ms", str(session_ms))
     df = r.load()
@@ -173,8 +182,10 @@ def main(argv=None) -> int:
         return 0
     readers, jars = chosen
     spark = spark_session(args.cores, jars)
+    register_floor(spark)
+    readers = [*readers, FLOOR]
     topics = {f"bench-{w}": args.partitions for w in names}
-    summary = []
+    summary, floors = [], []
     with DevBroker(args.backend, topics=topics) as broker:
         exclude = [broker.pid] if broker.pid else []
         session = broker.recommended_session_timeout_ms
@@ -189,12 +200,13 @@ def main(argv=None) -> int:
             print(f"\n{w}: {n:,} records x {size} B, {codec} (produced in {time.perf_counter() - t0:.1f}s)")
             if i == 0:  # warm-up: JVM classes, Python workers, the first consumer of each side
                 for reader in readers:
-                    query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger, session, exclude)
+                    query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger, session, exclude,
+                          args.partitions, size)
             runs = [ceiling(broker.bootstrap, topic, args.partitions, n, load_average())]
             for rnd in range(args.rounds):
                 for reader in (readers if rnd % 2 == 0 else readers[::-1]):
                     runs.append(query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger,
-                                      session, exclude))
+                                      session, exclude, args.partitions, size))
             _print_runs(runs)
             ours = best([r for r in runs if r.reader == OURS])
             if SPARK in readers:
@@ -207,7 +219,12 @@ def main(argv=None) -> int:
                       f"(goal: throughput >= 1.5x, CPU <= 0.8x); outside micro-batches "
                       f"{ours['outside']:.2f}s vs {theirs['outside']:.2f}s")
             ceil = runs[0].rate
+            floor = best([r for r in runs if r.reader == FLOOR])
+            floors.append((w, ours, floor))
             print(f"  groupkafka whole run / count-only ceiling: {ours['rate'] / ceil:.2f}")
+            print(f"  groupkafka / Python source floor: whole run {ours['rate'] / floor['rate']:.2f}, inside addBatch "
+                  f"{ours['batch_rate'] / floor['batch_rate']:.2f}, CPU per record {ours['cpu_m'] / floor['cpu_m']:.2f}"
+                  f"x; outside micro-batches {ours['outside']:.2f}s vs {floor['outside']:.2f}s")
         spark.stop()  # before the broker: the workers' cached consumers would retry it
     if summary:
         print(f"\nsummary, groupkafka / Spark's source, best of {args.rounds} (load at the end: {load_average()})")
@@ -218,6 +235,16 @@ def main(argv=None) -> int:
             print(f"  {w:<10}{n:>11,}{ours['rate']:>12,.0f}{theirs['rate']:>13,.0f}{whole:>7.2f}x{inside:>9.2f}x"
                   f"{cpu:>8.2f}x{met:>10}")
         print(f"  geometric mean of whole-run ratios: {statistics.geometric_mean([s[6][0] for s in summary]):.2f}x")
+        print("\nthe Python source floor (no Kafka: Spark's own cost of a Python streaming source) / Spark's source,"
+              " and groupkafka / the floor")
+        print(f"  {'workload':<10}{'floor rec/s':>13}{'floor/Spark whole':>19}{'CPU/rec':>9}"
+              f"{'ours/floor whole':>18}{'addBatch':>10}{'CPU/rec':>9}")
+        theirs_by = {w: theirs for w, _n, _s, _c, _o, theirs, _r in summary}
+        for w, ours, floor in floors:
+            theirs = theirs_by[w]
+            print(f"  {w:<10}{floor['rate']:>13,.0f}{floor['rate'] / theirs['rate']:>18.2f}x"
+                  f"{floor['cpu_m'] / theirs['cpu_m']:>8.2f}x{ours['rate'] / floor['rate']:>17.2f}x"
+                  f"{ours['batch_rate'] / floor['batch_rate']:>9.2f}x{ours['cpu_m'] / floor['cpu_m']:>8.2f}x")
     return 0
 
 

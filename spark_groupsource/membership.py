@@ -366,7 +366,7 @@ class GroupMembership:
                 state = c.state()
                 if state.stable and not state.rebalancing:
                     return True
-            time.sleep(0.05)
+            time.sleep(0.01)  # the first batch waits on this: a coarse poll is start-up latency
         return False
 
     def describe(self) -> str:

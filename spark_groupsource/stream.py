@@ -34,9 +34,7 @@ from spark_groupsource.admission import (
     default_read_limit,
     limits_for,
 )
-from spark_groupsource.consumer_member import consumer_membership
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
-from spark_groupsource.fetch import read_partition
 from spark_groupsource.group_seam import Membership
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.membership import GroupMembership, MembershipConfig
@@ -623,6 +621,9 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     d.complete(key)
 
     def read(self, partition: RangeInputPartition) -> Iterator:
+        # imported here: executors only (pyarrow.compute stays off the driver's runner)
+        from spark_groupsource.fetch import read_partition
+
         yield from read_partition(
             opt.fetcher_config(self.opts),
             partition.ranges,
@@ -645,6 +646,8 @@ def _membership(opts: opt.StreamOptions) -> Membership:
     else classic with our assignors."""
     drain_timeout_s = (opts.max_poll_interval_ms or 300_000) / 1000.0
     if opts.group_protocol == "consumer":
+        from spark_groupsource.consumer_member import consumer_membership  # this mode only
+
         return consumer_membership(opts, drain_timeout_s=drain_timeout_s)
     assignors = tuple(create_assignors(",".join(opts.assignors), opts.assignor_options))
     return GroupMembership(
