@@ -215,6 +215,17 @@ class KafkaGroupClient:
             if todo:
                 c.pause(*todo)
 
+    def bootstrapping(self) -> bool:
+        """True until the first bootstrap succeeded, which this starts (again, after a failed
+        one) if need be. A poll before it completes looks the coordinator up with no broker
+        known, fails NodeNotReady and kafka-python then sleeps ``retry_backoff_ms`` (100 ms):
+        measured on Kafka 4.0.1, 100 of the ~220 ms of a first join."""
+        manager = self._coord._manager
+        if manager.bootstrapped:
+            return False
+        manager.bootstrap_async(refresh=True)  # the running attempt, or a new one after a failure
+        return True
+
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         parts = [KpTP(tp.topic, tp.partition) for tp in partitions]
         if parts:

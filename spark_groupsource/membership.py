@@ -46,6 +46,9 @@ from spark_groupsource.security import SecurityConfig
 
 __all__ = ["CommitResult", "Counters", "GroupMembership", "MembershipConfig", "MembershipStatus", "Snapshot"]
 
+#: The membership loop's pause while the first bootstrap is under way.
+_JOINING_POLL_S = 0.01
+
 log = logging.getLogger("spark_groupsource.membership")
 
 
@@ -223,6 +226,10 @@ class GroupMembership:
         while not self._closed.is_set() and not isinstance(self._error, FencedError):
             try:
                 started = time.monotonic()
+                if client.bootstrapping():  # no broker known yet: a poll would back off 100 ms
+                    self._closed.wait(_JOINING_POLL_S)
+                    self._check_reach(client)
+                    continue
                 # Never call into the client while holding self._cond: kafka-python runs our
                 # callbacks on its IO thread, which takes self._cond (lock-order deadlock).
                 client.poll(self.config.poll_interval_ms)
