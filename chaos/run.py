@@ -296,6 +296,16 @@ class Run:
             self.producer.finish()
             self.event(f"production done: {len(self.producer.delivered)} delivered, "
                        f"{len(self.producer.failed)} failed")
+            try:
+                absent = self.producer.confirm_unknown(self.broker.bootstrap)
+            except Exception as exc:  # noqa: BLE001 - the tally then counts them as lost
+                absent = {}
+                self.notes.append(f"records with unknown offsets could not be looked up: {exc}")
+            if absent:
+                self.notes.append(f"{len(absent)} records the producer reported delivered with no offset are not in "
+                                  f"the log (never written; left out of the tally): (seq, partition) "
+                                  f"{sorted(absent.items())[:5]}")
+                self.event(self.notes[-1])
 
     def quiet(self, timeout: float) -> bool:
         """After production: until the group's commits reach the log end (or ``timeout``)."""

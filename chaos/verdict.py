@@ -27,7 +27,7 @@ class Tally:
 
 
 def tally(
-    produced: Mapping[int, tuple[int, int]],
+    produced: Mapping[int, tuple[int, int | None]],
     batches: Sequence[Batch],
     *,
     acquisitions: Mapping[str, Counter],
@@ -46,13 +46,16 @@ def tally(
     for b in batches:
         slot = b.member if per_member else "group"
         for p, o, s in b.rows:
-            if s in produced and produced[s] != (p, o):
+            if s in produced and produced[s][1] is not None and produced[s] != (p, o):
                 wrong += 1
             reads[(slot, s)] += 1
     seen = {s for _slot, s in reads}
     lost, deleted = [], []
     for s, (p, o) in produced.items():
         if s in seen:
+            continue
+        if o is None:  # reported delivered, offset unknown, not found in the log either: not excused
+            lost.append((s, p, -1))
             continue
         if o < deleted_before.get(p, -1):
             deleted.append((p, o))

@@ -75,3 +75,14 @@ def test_handovers_are_counted_per_partition_for_the_duplicates_per_handover_fig
     t = tally({s: PRODUCED[s] for s in range(5)}, batches,
               acquisitions={"a": Counter({0: 2, 1: 3}), "b": Counter({0: 1})})
     assert t.handovers == 4
+
+
+def test_an_unread_record_of_unknown_offset_is_lost_and_a_read_one_is_not_wrong():
+    """Delivery reports without an offset (librdkafka, DUPLICATE_SEQUENCE_NUMBER) that the run
+    could not confirm in the log: unread, the record is lost (nothing excuses it); read at some
+    offset, it is not a wrong read."""
+    produced = {**PRODUCED, 3: (1, None), 5: (1, None)}
+    batches = [Batch("a-1", 0, 1.0, _rows(0, 1, 2, 3, 4, 6, 7))]
+    t = tally(produced, batches, acquisitions={}, deleted_before={1: 9}, counted_below={0: 0, 1: 0})
+    assert (t.lost, t.wrong, t.deleted) == (1, 0, 0)
+    assert t.lost_examples == [(5, 1, -1)]
