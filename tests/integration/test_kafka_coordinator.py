@@ -200,7 +200,12 @@ def test_member_removed_while_its_revocation_waits_loses_the_partitions_at_once(
         wait_until(lambda: a.counters.partitions_lost == 2, 45, interval=0.05,
                    message="a's partitions marked lost once the coordinator removed it")
         dropped = time.monotonic() - t0
-        assert not a.snapshot().owned and a.counters.drain_timeouts == 0
+        # nothing of the old acquisitions is held; a may already have rejoined under a new member
+        # id and been given a partition again (a clean-clone CI run saw generation 3 by now)
+        snap = a.snapshot()
+        assert all(snap.owned.get(tp) != serials[tp] for tp in serials), (snap, serials)
+        assert not snap.owned or snap.member_id != member_id, snap
+        assert a.counters.drain_timeouts == 0
         assert dropped < a.drain_timeout_s / 2, dropped
         assert any("removed from the group while the revocation waited" in r.getMessage() for r in caplog.records)
         # the batch completes late: nothing of it is committed
