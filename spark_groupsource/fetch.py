@@ -71,7 +71,7 @@ _ts_type = pa.timestamp("us", tz="UTC")
 _ts_ms_type = pa.timestamp("ms", tz="UTC")
 _get_offset = methodcaller("offset")
 _msg_key, _msg_value, _msg_offset = Message.key, Message.value, Message.offset
-_msg_timestamp, _msg_headers = Message.timestamp, Message.headers
+_msg_timestamp, _msg_headers, _msg_error = Message.timestamp, Message.headers, Message.error
 _GONE_ERRORS = frozenset(
     {
         KafkaError.UNKNOWN_TOPIC_OR_PART,
@@ -332,7 +332,7 @@ class _RangeReader:
             msgs = consumer.consume(num_messages=want, timeout=_CONSUME_SLICE_S)
             now = time.monotonic()
             if msgs:
-                if any(m.error() is not None for m in msgs):
+                if any(map(_msg_error, msgs)):  # in C: a generator here was 12% of a task's CPU
                     errors = [m for m in msgs if m.error() is not None]
                     msgs = [m for m in msgs if m.error() is None]
                 else:
