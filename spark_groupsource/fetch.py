@@ -36,8 +36,8 @@ from itertools import accumulate, chain
 from operator import methodcaller
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from spark_groupsource.access import RefusalWatch, authorization_error
@@ -68,7 +68,6 @@ _KNOWN_DOWN_WATERMARK_TIMEOUT_S = 2.0
 _MAX_RESETS = 5
 
 _ts_type = pa.timestamp("us", tz="UTC")
-_ts_ms_type = pa.timestamp("ms", tz="UTC")
 _get_offset = methodcaller("offset")
 _msg_key, _msg_value, _msg_offset = Message.key, Message.value, Message.offset
 _msg_timestamp, _msg_headers, _msg_error = Message.timestamp, Message.headers, Message.error
@@ -613,21 +612,30 @@ def byte_cuts(sizes: list[int], max_bytes: int) -> list[int]:
 def to_record_batch(msgs: list[Any], topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
     """Build one batch of ``schema`` from confluent-kafka messages of one partition.
 
-    Per record only C calls (``map`` over ``Message``'s own methods); the (type, timestamp)
-    pairs are flattened into one list and split by slicing: ``zip(*pairs)`` unpacking 10,000
-    tuples was most of this function's time (measured: 0.25 instead of 0.73 CPU-s per million
-    records of 100 B)."""
+    Per record only C calls (``map`` over ``Message``'s own methods, ``numpy.fromiter``): the
+    (type, timestamp) pairs are flattened straight into one int64 array and split by slicing
+    (``zip(*pairs)`` over 10,000 tuples was most of this function's time once, and a flat
+    Python list still 60% of it); offsets without a gap (a partition's offsets only grow, so
+    first and last tell) are a range, not read record by record. Measured at 100 B values:
+    0.73 -> 0.25 -> 0.14 CPU-s per million records."""
     n = len(msgs)
-    stamps = list(chain.from_iterable(map(_msg_timestamp, msgs)))  # type, ms, type, ms, ...
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    first = msgs[0].offset()
+    if msgs[-1].offset() - first == n - 1:
+        offsets = pa.array(np.arange(first, first + n, dtype=np.int64))
+    else:  # gaps: compaction, transaction markers
+        offsets = pa.array(list(map(_msg_offset, msgs)), pa.int64())
+    stamps = np.fromiter(chain.from_iterable(map(_msg_timestamp, msgs)), np.int64, 2 * n)  # type, ms, ...
     columns = [
         pa.array(list(map(_msg_key, msgs)), pa.binary()),
         pa.array(list(map(_msg_value, msgs)), pa.binary()),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(list(map(_msg_offset, msgs)), pa.int64()),
-        pa.array(stamps[1::2], _ts_ms_type).cast(_ts_type),
+        offsets,
+        pa.array(stamps[1::2] * 1000, _ts_type),  # ms -> us; a record without one: -1 ms
         # librdkafka: 0 not available, 1 CreateTime, 2 LogAppendTime; Java's ids are one less.
-        pc.subtract(pa.array(stamps[0::2], pa.int32()), pa.scalar(1, pa.int32())),
+        pa.array((stamps[0::2] - 1).astype(np.int32)),
     ]
     if len(schema) > 7:
         columns.append(pa.array(list(map(_msg_headers, msgs)), schema.field("headers").type))
