@@ -443,6 +443,25 @@ class _Driver:
                 logged = self.waiting_on
             sleep(0.2)
 
+    def _settled_assignment(self, poll_s: float = 0.02) -> frozenset[TopicPartition] | None:
+        """What this member owns once no rebalance is under way, waited for up to a session
+        timeout; None (unknown) before the first assignment or when the wait runs out. An eager
+        rebalance revokes everything until it ends: read then, the empty assignment said that
+        another member owned every partition, and a restart's replay was left out whole (seen
+        in a clean-clone CI run: the restarted member joined while its earlier run was still
+        leaving the group, whose departure began a rebalance)."""
+        if not self.joined:
+            return None
+        deadline = time.monotonic() + (self.opts.session_timeout_ms or 45_000) / 1000.0
+        while True:
+            snap = self.membership.snapshot()
+            if not snap.rebalancing:
+                return frozenset(snap.owned)
+            if time.monotonic() >= deadline:
+                log.info("group %s: still rebalancing; the replayed batch is kept whole", self.opts.group_id)
+                return None
+            time.sleep(poll_s)
+
     def replay_ranges(self, end_json: str) -> dict[TopicPartition, tuple[int, int]]:
         """The ranges to read for the last batch an earlier run of the query logged (Spark asks
         for them at restart: to replay the batch if it did not complete, else to re-plan it and
@@ -453,7 +472,7 @@ class _Driver:
             wanted = {tp: r for tp, r in logged.items() if r[1] > r[0]}
             if not self.opts.commit_offsets or not wanted:
                 return wanted
-            owned = frozenset(self.membership.snapshot().owned) if self.joined else None
+            owned = self._settled_assignment()
             answer = self.reader.try_committed(self.opts.group_id, wanted, retries=0)
             kept, left_out = trim_replay(wanted, answer.found, owned)
             for tp, why in sorted(left_out.items()):

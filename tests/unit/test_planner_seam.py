@@ -8,6 +8,7 @@ broker. The same decisions run against real brokers in tests/integration.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -143,6 +144,31 @@ def test_a_replayed_batch_is_identical_when_the_group_did_not_move_and_skips_oth
     group.assign({T0, T1})
     nxt = d.plan(StreamOffset({T0: (9, 12)}).to_json(), None)
     assert _ranges(nxt)[T1] == (4, 12)
+
+
+def test_a_replay_waits_out_an_eager_rebalance_before_leaving_partitions_out():
+    """Restarted while its earlier run leaves the group: the join was answered, then the
+    departure began an eager rebalance that revoked everything. An empty assignment then says
+    nothing about who owns what: the replay is decided once the rebalance has ended."""
+    group, log = InMemoryMembership(), _Log({T0: 12, T1: 12})
+    logged = StreamOffset({T0: (5, 9), T1: (3, 6)}).to_json()
+    group.offsets.update({T0: 5, T1: 3})
+    group.assign({T0, T1})
+    d = _restarted(group, log)
+    group.revoke({T0, T1})
+    assert not group.snapshot().owned and group.snapshot().rebalancing
+    threading.Timer(0.3, group.assign, args=({T0, T1},)).start()
+    assert d.replay_ranges(logged) == {T0: (5, 9), T1: (3, 6)}
+
+
+def test_a_replay_stays_whole_while_a_rebalance_outlasts_the_session_timeout():
+    group, log = InMemoryMembership(), _Log({T0: 12})
+    logged = StreamOffset({T0: (5, 9)}).to_json()
+    group.offsets[T0] = 5
+    group.assign({T0})
+    d = _restarted(group, log, **{"kafka.session.timeout.ms": "300"})
+    group.revoke({T0})
+    assert d.replay_ranges(logged) == {T0: (5, 9)}  # unknown owner: read whole, at worst twice
 
 
 def test_a_replay_stays_whole_without_commits():
