@@ -393,13 +393,31 @@ class _Driver:
     def snapshot_available_now(self) -> None:
         """The ends an AvailableNow run reads up to, taken as it starts: once the member holds
         its assignment (waited for up to groupJoinTimeoutMs, as the first plan would), the ends
-        of what it owns. A partition assigned later, or whose leader is away now, gets its end
-        the first time its end is read."""
+        of what it owns and of every other partition of the subscription. A partition created
+        later, or whose leader is away now, gets its end the first time its end is read."""
         self.membership.wait_for_assignment(self.opts.group_join_timeout_ms / 1000.0)
-        marks = self.reader.try_watermarks(self.membership.snapshot().owned)
+        marks = self.reader.try_watermarks(set(self.membership.snapshot().owned) | self._subscribed_now())
         self.caps = {tp: hi for tp, (_, hi) in marks.found.items()}
         log.info("group %s: AvailableNow reads up to %s", self.opts.group_id,
                  {str(tp): off for tp, off in sorted(self.caps.items())})
+
+    def _subscribed_now(self) -> set[TopicPartition]:
+        """Every partition of the subscription on the cluster now (none when the metadata cannot
+        be read). An AvailableNow run caps them all at its start, as Spark's source does: the
+        group may give this member more later (a rebalance; a leader whose metadata lacked a
+        topic created just before the join assigns nothing at first: seen in a clean-clone CI
+        run on the mock, where the run then read records written after it began)."""
+        sub = self.opts.subscription
+        try:
+            topics = self.reader.topics(getattr(sub, "topics", ()))
+        except BrokerError as exc:
+            log.info("group %s: AvailableNow caps only the owned partitions: %s", self.opts.group_id, exc)
+            return set()
+        if isinstance(sub, opt.SubscribeTopics):
+            chosen = [t for t in sub.topics if t in topics]
+        else:
+            chosen = [t for t in topics if not t.startswith("__") and sub.matches(t)]
+        return {TopicPartition(t, p) for t in chosen for p in range(topics[t])}
 
     def plan_available_now(self, start_json: str | None, max_rows: int | None,
                            sleep=time.sleep) -> str | None:

@@ -36,6 +36,12 @@ class _Log:
     def try_watermarks(self, parts, retries=None):
         return Partial({tp: (0, self.ends[tp]) for tp in parts}, {}, 1)
 
+    def topics(self, named=()):
+        counts: dict[str, int] = {}
+        for tp in self.ends:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        return counts
+
     def try_committed(self, group_id, parts, retries=None):
         return Partial(self.group.committed(parts) if self.group else dict.fromkeys(parts), {}, 1)
 
@@ -353,7 +359,7 @@ def test_available_now_waits_out_a_rebalance_instead_of_ending_empty():
     group.begin_rebalance()
     d = _driver(group, log)
     d.snapshot_available_now()
-    assert d.caps == {}  # nothing owned at the snapshot
+    assert d.caps == {T0: 5, T1: 3}  # nothing owned at the snapshot: the subscription's ends
     naps: list[float] = []
 
     def sleep(s: float) -> None:
@@ -386,6 +392,21 @@ def test_available_now_caps_a_partition_that_sits_the_first_batch_out_at_its_end
     second = d.plan_available_now(first, None, sleep=lambda s: None)
     assert _ranges(second) == {T0: (4, 4), T1: (0, 4)}
     assert d.plan_available_now(second, None, sleep=lambda s: None) == second
+
+
+def test_available_now_caps_partitions_assigned_after_the_start_at_their_start_ends():
+    """The first generation gave this member nothing (a leader whose metadata lacked the new
+    topic; seen in a clean-clone CI run on the mock); records are written, then the partitions
+    come: the run reads what was there when it began, as Spark's source does, not the rest."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.assign(set())
+    d = _driver(group, log)
+    d.snapshot_available_now()
+    log.ends = {T0: 9, T1: 8}  # written after the run began
+    group.assign({T0, T1})
+    first = d.plan_available_now(None, None, sleep=lambda s: None)
+    assert _ranges(first) == {T0: (0, 5), T1: (0, 3)}
+    assert d.plan_available_now(first, None, sleep=lambda s: None) == first
 
 
 def test_available_now_fails_when_the_pause_outlasts_the_bound():
