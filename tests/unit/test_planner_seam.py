@@ -177,6 +177,18 @@ def test_a_replay_stays_whole_while_a_rebalance_outlasts_the_session_timeout():
     assert d.replay_ranges(logged) == {T0: (5, 9)}  # unknown owner: read whole, at worst twice
 
 
+def test_a_replay_stays_whole_while_this_member_owns_nothing():
+    """A stable generation that gave this member nothing (its leader's metadata lacked the
+    topic, or more members than partitions) does not say who reads the batch: kept whole, at
+    worst read twice, never skipped."""
+    group, log = InMemoryMembership(), _Log({T0: 12, T1: 12})
+    logged = StreamOffset({T0: (5, 9), T1: (3, 6)}).to_json()
+    group.offsets.update({T0: 5, T1: 3})
+    group.assign(set())
+    d = _restarted(group, log)
+    assert d.replay_ranges(logged) == {T0: (5, 9), T1: (3, 6)}
+
+
 def test_a_replay_stays_whole_without_commits():
     group, log = InMemoryMembership(), _Log({T0: 12})
     logged = StreamOffset({T0: (5, 9)}).to_json()
