@@ -463,7 +463,8 @@ class _Driver:
 
     def _settled_assignment(self, poll_s: float = 0.02) -> frozenset[TopicPartition] | None:
         """What this member owns once no rebalance is under way, waited for up to a session
-        timeout; None (unknown) before the first assignment or when the wait runs out. An eager
+        timeout; None (unknown) before the first assignment, when the wait runs out, or when it
+        owns nothing. An eager
         rebalance revokes everything until it ends: read then, the empty assignment said that
         another member owned every partition, and a restart's replay was left out whole (seen
         in a clean-clone CI run: the restarted member joined while its earlier run was still
