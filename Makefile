@@ -26,8 +26,11 @@ test-unit:
 test-integration:
 	$(PY) -m pytest $(XDIST) -m integration $(PYTEST_ARGS)
 
+# ruff, then the package's import rules (layers, no dev broker in the product, no cycles:
+# [tool.importlinter] in pyproject.toml, docs/architecture.md)
 lint:
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 bench:
 	$(PY) bench/assignors.py

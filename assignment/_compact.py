@@ -17,12 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from operator import add, lt
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from assignment.model import TopicPartition
 
-if TYPE_CHECKING:
-    from assignment._index import PartitionSpace
+
+class PartitionSpace(Protocol):
+    """What these views need of ``assignment._index.PartitionSpace`` (named here so that
+    ``_index`` may import this module without a cycle)."""
+
+    cache: dict[str, Any]
+    offset_by_topic: dict[str, int]
+    count_by_topic: dict[str, int]
+
+    def offset_count(self, topic: str) -> tuple[int, int] | None: ...
+
+    def partition_table(self) -> Sequence[TopicPartition]: ...
 
 
 class _LazyPartitions(Sequence[TopicPartition]):

@@ -11,6 +11,7 @@ from functools import lru_cache
 from itertools import repeat
 from operator import floordiv, mod
 
+from assignment._compact import IndexedPartitions, WirePartitions
 from assignment.model import TopicPartition
 
 
@@ -99,8 +100,6 @@ class PartitionSpace:
         return on[0] + tp.partition
 
     def indices(self, tps: Iterable[TopicPartition]) -> list[int]:
-        from assignment._compact import IndexedPartitions, WirePartitions
-
         if isinstance(tps, WirePartitions):
             return tps.indices(self)
         if isinstance(tps, IndexedPartitions) and tps.space is self:

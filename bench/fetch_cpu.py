@@ -5,7 +5,7 @@ worker writing Arrow IPC to the JVM, the JVM turning Arrow into rows), which thi
 In this one process, on the same topic, best of ``--rounds``:
 
   count-only:         a confluent-kafka consumer that only counts (librdkafka + Message objects);
-  read_partition:     spark_groupsource.fetch.read_partition over ranges of ``--range-size``
+  read_partition:     spark_groupsource.executor.fetch.read_partition over ranges of ``--range-size``
                       offsets of each partition, one after the other, as tasks do, with the
                       fetchers' own configuration (the Arrow batches built and dropped);
   + Arrow IPC:        the same, each batch also written as an Arrow IPC stream (what Spark's
@@ -30,10 +30,10 @@ from confluent_kafka import Consumer, TopicPartition
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import count_only, load_average, per_million, produce  # noqa: E402
 
-from spark_groupsource import fetch as fetch_module  # noqa: E402
+from spark_groupsource.config import fetcher_config, parse_stream_options  # noqa: E402
 from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
-from spark_groupsource.fetch import read_partition  # noqa: E402
-from spark_groupsource.options import fetcher_config, parse_stream_options  # noqa: E402
+from spark_groupsource.executor import fetch as fetch_module  # noqa: E402
+from spark_groupsource.executor.fetch import read_partition  # noqa: E402
 from spark_groupsource.ranges import OffsetRange  # noqa: E402
 
 

@@ -174,7 +174,7 @@ def session_check(topics: int, partitions: int, consumers: int, session_ms: int)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from assignment.registry import create_assignors
     from spark_groupsource.devbroker import DevBroker
-    from spark_groupsource.membership import GroupMembership, MembershipConfig
+    from spark_groupsource.group.classic_member import GroupMembership, MembershipConfig
 
     rounds: list[str] = []
 

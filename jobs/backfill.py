@@ -93,10 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.commit and not options.get("kafka.group.id"):
         raise jobconf.BadInput("--commit needs a group: --group or kafka.group.id in the options file")
 
-    from spark_groupsource import options as opt
+    from spark_groupsource import config as opt
     from spark_groupsource.backfill import BackfillPlan
-    from spark_groupsource.batch import plan_tasks
     from spark_groupsource.errors import CommitError, GroupKafkaError
+    from spark_groupsource.planning.batch_plan import plan_tasks
 
     opt.parse_batch_options({k.lower(): v for k, v in options.items()})  # bad options: exit 2, no Spark
     spark = jobconf.spark_session("groupkafka-backfill")

@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise jobconf.BadInput("--output and --checkpoint (or job.output / job.checkpoint) are required")
     trigger = parse_trigger(args.trigger or job.get("trigger", "availableNow"))
 
-    from spark_groupsource import options as opt
+    from spark_groupsource import config as opt
 
     opt.parse_stream_options({k.lower(): v for k, v in options.items()})  # bad options: exit 2, no Spark
     spark = jobconf.spark_session("groupkafka-stream-to-parquet")

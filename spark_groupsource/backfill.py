@@ -43,10 +43,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
-from spark_groupsource import options as opt
-from spark_groupsource.batch import offsets_json, resolve_ranges
+from spark_groupsource import config as opt
 from spark_groupsource.errors import CommitError, MembershipError
-from spark_groupsource.offset_reader import reader_for
+from spark_groupsource.group.factory import build_membership
+from spark_groupsource.planning.batch_plan import offsets_json, resolve_ranges
+from spark_groupsource.planning.offset_reader import reader_for
 from spark_groupsource.ranges import OffsetRange
 
 __all__ = ["BackfillCommit", "BackfillPlan", "UnsafeCommitError", "commit_plain"]
@@ -158,35 +159,10 @@ class BackfillPlan:
 
     @classmethod
     def _coordinated(cls, opts, raw, settle_s, assignment_timeout_s, leader_sync_delay_ms) -> BackfillPlan:
-        from assignment.registry import create_assignors
-        from spark_groupsource.consumer_member import consumer_membership
-        from spark_groupsource.membership import GroupMembership, MembershipConfig
-
         heartbeat_s = (opts.heartbeat_interval_ms or 3000) / 1000.0
         settle = settle_s if settle_s is not None else 2 * heartbeat_s + 1.0
-        rebalance_s = (opts.max_poll_interval_ms or 300_000) / 1000.0
         timeout = assignment_timeout_s if assignment_timeout_s is not None else opts.group_join_timeout_ms / 1000.0
-        sub = opts.subscription
-        if opts.group_protocol == "consumer":  # KIP-848: the broker assigns (issue #12)
-            membership = consumer_membership(opts, drain_timeout_s=rebalance_s)
-        else:
-            membership = GroupMembership(
-                MembershipConfig(
-                    group_id=opts.group_id or "",
-                    assignors=tuple(create_assignors(",".join(opts.assignors), dict(opts.assignor_options))),
-                    topics=tuple(sub.topics) if isinstance(sub, opt.SubscribeTopics) else (),
-                    pattern=sub.pattern if isinstance(sub, opt.SubscribePattern) else None,
-                    group_instance_id=opts.group_instance_id,
-                    client_rack=opts.client_rack,
-                    # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
-                    client_config={"api_version": (2, 3), **opt.membership_config(opts)},
-                    leader_sync_delay_ms=leader_sync_delay_ms,
-                    followup_join_delay_ms=opts.followup_join_delay_ms,
-                    join_timeout_ms=opts.group_join_timeout_ms,
-                    security=opts.security,
-                ),
-                drain_timeout_s=rebalance_s,
-            )
+        membership = build_membership(opts, leader_sync_delay_ms=leader_sync_delay_ms)
         membership.start()
         try:
             with reader_for(opts) as view:

@@ -12,7 +12,7 @@ broker does not answer is said, not guessed::
             username="u" password="...";' -X ssl.truststore.location=/etc/kafka/truststore.p12 ...
 
 Security properties take the same names as the data source's ``kafka.*`` options (Java's or
-librdkafka's; see spark_groupsource/security.py).
+librdkafka's; see spark_groupsource/config/security.py).
 
 Exit status: 0 when the offsets were read, 1 when the broker could not be asked, 2 for
 usage errors.
@@ -126,8 +126,8 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def client_config(config: dict[str, str]) -> dict[str, str]:
     """``-X`` properties for librdkafka: the security ones (Java or librdkafka names, as for the
-    data source) through :func:`spark_groupsource.security.parse_security`, the rest as given."""
-    from spark_groupsource.security import SECURITY_KEYS, parse_security
+    data source) through :func:`spark_groupsource.config.security.parse_security`, the rest as given."""
+    from spark_groupsource.config.security import SECURITY_KEYS, parse_security
 
     lowered = {k.strip().lower(): v for k, v in config.items()}
     security = parse_security(lowered)
@@ -147,8 +147,8 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    from spark_groupsource.access import RefusalWatch, authorization_error
-    from spark_groupsource.security import parse_security
+    from spark_groupsource.config.access import RefusalWatch, authorization_error
+    from spark_groupsource.config.security import parse_security
 
     security = parse_security({k.strip().lower(): v for k, v in (config or {}).items()})
     refusals = RefusalWatch(security, bootstrap, "librdkafka")

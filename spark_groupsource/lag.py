@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_groupsource.offsets import OffsetFormatError, StreamOffset
+from spark_groupsource.planning.offsets import OffsetFormatError, StreamOffset
 
 __all__ = ["PartitionLag", "SourceLag", "lag_from_progress"]
 

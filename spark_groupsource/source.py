@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from spark_groupsource import options as opt
+from spark_groupsource import config as opt
 from spark_groupsource.errors import GroupKafkaError
 from spark_groupsource.interpreter import check_interpreter
 

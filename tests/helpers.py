@@ -359,7 +359,7 @@ def group_member(broker: Any, group: str, topic: str | None = None, assignor: An
     spec for the registry, or an ``Assignor`` object."""
     from assignment.base import Assignor
     from assignment.registry import create_assignors
-    from spark_groupsource.membership import GroupMembership, MembershipConfig
+    from spark_groupsource.group.classic_member import GroupMembership, MembershipConfig
 
     mock = broker.backend == "mock"
     return GroupMembership(

@@ -231,7 +231,7 @@ class KafkaCluster:
 
     # -- set-up ---------------------------------------------------------------------------------
     def _allocate(self, port: int | None) -> None:
-        from ._server import free_port, port_in_use
+        from ._ports import free_port, port_in_use
 
         if port is not None and port_in_use(port):
             raise DevBrokerError(f"port {port} is in use on 127.0.0.1")

@@ -23,7 +23,6 @@ import gc
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from ._ports import free_port, port_in_use
 from .errors import DevBrokerError
 
 BACKENDS = ("mock", "kafka", "tansu")
@@ -156,16 +156,6 @@ def _transient(err: Any) -> bool:
         KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN)
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
 def read_tail(fd: int, max_bytes: int = 4000) -> str:
     """The last ``max_bytes`` of a regular file open for reading ("" otherwise)."""
     try:
@@ -183,12 +173,6 @@ def anonymous_log(prefix: str) -> int:
     os.unlink(path)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
     return fd
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _new_admin(bootstrap: str) -> Any:

@@ -136,3 +136,24 @@ def test_group_coordinated_spark_read_starts_from_the_commits(spark, broker, new
     want = [r for r in records if r.offset >= {0: 4, 1: 6}[r.partition]]
     assert_rows(spark, df, want)
     assert committed_offsets(broker.bootstrap, group, topic, 2) == {0: 4, 1: 6}
+
+
+def test_a_coordinated_backfill_pattern_holds_only_whole_name_matches(kafka_broker, unique_name):
+    """``subscribePattern=<p>orders`` must not take ``<p>orders_dlq``'s partitions in the group
+    while the backfill runs (kafka-python matches a pattern at the start of a name; the one
+    member factory makes it match whole names, as for streams and Java's consumer)."""
+    from spark_groupsource.groups import describe_group
+
+    base, group = unique_name("orders"), unique_name("g")
+    orders, dlq = base, f"{base}_dlq"
+    kafka_broker.create_topic(orders, 2)
+    kafka_broker.create_topic(dlq, 2)
+    produce_keyed(kafka_broker.bootstrap, orders, 4, partitions=2)
+    produce_keyed(kafka_broker.bootstrap, dlq, 4, partitions=2)
+    options = {**group_options(kafka_broker, orders, group, groupCoordinated="true"), "subscribePattern": orders}
+    del options["subscribe"]
+    with BackfillPlan.resolve(options, settle_s=1.0, assignment_timeout_s=60) as plan:
+        assert {(r.topic, r.partition) for r in plan.ranges if r.size} == {(orders, 0), (orders, 1)}
+        report = describe_group(kafka_broker.bootstrap, group)
+        assert report.members is not None and len(report.members) == 1, report
+        assert sorted(report.members[0].assignment) == [(orders, 0), (orders, 1)], report.members

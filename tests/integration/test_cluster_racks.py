@@ -7,8 +7,8 @@ from kafka import KafkaConsumer
 
 from assignment.model import TopicPartition
 from helpers import wait_until
-from spark_groupsource.assignor_bridge import cluster_snapshot
 from spark_groupsource.devbroker import DevBroker
+from spark_groupsource.group.assignor_bridge import cluster_snapshot
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,7 @@ from confluent_kafka import TopicPartition as CkTP
 from assignment.model import TopicPartition
 from helpers import committed_offsets, produce_keyed, wait_until
 from javaclient import JavaConsumer, require_java_consumer
-from spark_groupsource.consumer_member import (
+from spark_groupsource.group.consumer_member import (
     EMPTY_ASSIGNMENT_GRACE_S,
     ConsumerProtocolConfig,
     ConsumerProtocolMembership,

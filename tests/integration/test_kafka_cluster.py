@@ -52,7 +52,7 @@ def within(t0: float) -> str:
 
 
 def test_offsets_readable_again_after_the_leader_crashes_and_returns(cluster, unique_name):
-    from spark_groupsource.offset_reader import OffsetReader, RetryPolicy
+    from spark_groupsource.planning.offset_reader import OffsetReader, RetryPolicy
 
     topic = unique_name("crash")
     cluster.create_topic(topic, PARTITIONS)
@@ -95,11 +95,11 @@ def test_executor_reads_give_up_at_once_once_the_whole_cluster_was_silent_past_t
     the bound (plus a 10 s watermark query) again. Found by chaos cluster_down_long on
     Kafka: 6 partitions' tasks on one core, each attempt waiting the bound, kept the query alive
     for minutes after its member had given up."""
-    from spark_groupsource import fetch
+    from spark_groupsource.config import FETCHER_PLACEHOLDER_GROUP
     from spark_groupsource.errors import BrokerError
-    from spark_groupsource.options import FETCHER_PLACEHOLDER_GROUP
+    from spark_groupsource.executor import fetch
+    from spark_groupsource.executor.silence import ClusterSilence
     from spark_groupsource.ranges import OffsetRange
-    from spark_groupsource.silence import ClusterSilence
 
     topic = unique_name("down")
     cluster.create_topic(topic, PARTITIONS)

@@ -25,7 +25,7 @@ from assignment.model import TopicPartition
 from assignment.range import RangeAssignor
 from assignment.sticky.assignors import CooperativeStickyAssignor
 from helpers import PolledConsumer, consumer_conf, group_member, wait_until
-from spark_groupsource.membership import GroupMembership
+from spark_groupsource.group.classic_member import GroupMembership
 
 PARTITIONS = 6
 # A slow leader round lasts this many heartbeat intervals. Not more: librdkafka's mock blocks a

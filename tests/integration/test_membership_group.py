@@ -13,7 +13,7 @@ import pytest
 from assignment.model import TopicPartition
 from helpers import PolledConsumer, committed_offsets, consumer_conf, group_member, wait_until
 from spark_groupsource.devbroker import DevBroker
-from spark_groupsource.membership import GroupMembership
+from spark_groupsource.group.classic_member import GroupMembership
 
 OFFSET_COMMIT = 8
 ILLEGAL_GENERATION = 22

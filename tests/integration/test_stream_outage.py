@@ -30,7 +30,7 @@ from assignment.model import TopicPartition
 from helpers import Record, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.errors import BrokerError
-from spark_groupsource.offset_reader import OffsetReader, RetryPolicy
+from spark_groupsource.planning.offset_reader import OffsetReader, RetryPolicy
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from test_stream_support import broker_options, produce
 
-import spark_groupsource.stream as stream_mod
+import spark_groupsource.planning.stream_driver as stream_mod
 from assignment.model import TopicPartition
 from helpers import committed_offsets, group_member, wait_until
-from spark_groupsource.offsets import StreamOffset
+from spark_groupsource.planning.offsets import StreamOffset
 from spark_groupsource.stream import GroupKafkaStreamReader
 
 PARTS = 4

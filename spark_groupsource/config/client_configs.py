@@ -1,0 +1,149 @@
+"""Client configurations derived from the options: the executors' fetchers (librdkafka), the
+driver's classic member (kafka-python) and admin clients."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spark_groupsource.config.options import FETCHER_PLACEHOLDER_GROUP, CommonOptions
+from spark_groupsource.config.secrets import shown
+from spark_groupsource.errors import OptionError
+
+# Properties that only matter to the driver's group member; executors must not see them.
+_MEMBER_ONLY = frozenset(
+    {
+        "group.instance.id",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "auto.offset.reset",
+        "group.protocol",
+        "group.protocol.type",
+        "group.remote.assignor",
+    }
+)
+
+
+def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
+    """Configuration for the executors' confluent-kafka ``Consumer``.
+
+    Everything the user passed as ``kafka.*`` (security, SASL, SSL, fetch tuning, client.rack
+    for follower fetching) plus what the fetcher needs: it assigns, never subscribes, never
+    commits, sees partition ends (``enable.partition.eof``) and fails rather than jumps when
+    an offset is out of range (``auto.offset.reset=error``).
+    """
+    # A range that ends at the partition's end leaves librdkafka's prefetch waiting there: the
+    # broker holds that empty fetch for fetch.wait.max.ms (librdkafka's default 500), and a
+    # pooled fetcher given another partition next sends nothing to that broker until it is
+    # answered. Measured on Kafka 4.0.1 (bench/fetch_cpu.py, 32 ranges of 8 partitions one
+    # after the other): 3.1 s at 100 ms, 1.6 s at 10 ms, the same CPU. Responses with data
+    # return at once whatever this is; the wait also bounds how soon a range end without a
+    # record (gaps, transaction markers) is seen. A fetcher is assigned only while its task
+    # reads, so the shorter wait costs no idle polling.
+    config: dict[str, Any] = {"fetch.wait.max.ms": 10}
+    config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
+    config.update(opts.security.librdkafka())
+    config.update(
+        {
+            "bootstrap.servers": opts.bootstrap_servers,
+            "group.id": opts.group_id or FETCHER_PLACEHOLDER_GROUP,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+            "isolation.level": opts.isolation_level,
+        }
+    )
+    return config
+
+
+def _int_value(value: str) -> int:
+    return int(value.strip())
+
+
+def _bool_value(value: str) -> bool:
+    return value.strip().lower() == "true"
+
+
+# librdkafka / Java property -> (kafka-python 3.0.12 KafkaConsumer keyword, converter).
+# Properties with no kafka-python equivalent (most librdkafka tuning) are not passed to the
+# membership client. Security settings are not here: SecurityConfig renders them for both.
+MEMBERSHIP_TRANSLATIONS: dict[str, tuple[str, Any]] = {
+    "bootstrap.servers": ("bootstrap_servers", str.strip),
+    "client.id": ("client_id", str),
+    "group.id": ("group_id", str),
+    "group.instance.id": ("group_instance_id", str),
+    "client.rack": ("client_rack", str),
+    "session.timeout.ms": ("session_timeout_ms", _int_value),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", _int_value),
+    "max.poll.interval.ms": ("max_poll_interval_ms", _int_value),
+    "request.timeout.ms": ("request_timeout_ms", _int_value),
+    "retry.backoff.ms": ("retry_backoff_ms", _int_value),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _int_value),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _int_value),
+    "reconnect.backoff.ms": ("reconnect_backoff_ms", _int_value),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", _int_value),
+    "socket.send.buffer.bytes": ("send_buffer_bytes", _int_value),
+    "send.buffer.bytes": ("send_buffer_bytes", _int_value),
+    "socket.receive.buffer.bytes": ("receive_buffer_bytes", _int_value),
+    "receive.buffer.bytes": ("receive_buffer_bytes", _int_value),
+    "receive.message.max.bytes": ("receive_message_max_bytes", _int_value),
+    "client.dns.lookup": ("client_dns_lookup", str),
+    "allow.auto.create.topics": ("allow_auto_create_topics", _bool_value),
+    "exclude.internal.topics": ("exclude_internal_topics", _bool_value),
+}
+
+
+def membership_config(opts: CommonOptions) -> dict[str, Any]:
+    """Keyword arguments for kafka-python's ``KafkaConsumer``/``KafkaClient`` (driver member).
+
+    Only properties in :data:`MEMBERSHIP_TRANSLATIONS` are passed; the typed options
+    (group id, instance id, rack, timeouts) win over the raw ``kafka.*`` strings. The caller
+    adds what is not a user option (``api_version``, assignors, listeners).
+    """
+    params = dict(opts.kafka_params)
+    params["bootstrap.servers"] = opts.bootstrap_servers
+    out: dict[str, Any] = {}
+    for prop in sorted(params):
+        if prop in MEMBERSHIP_TRANSLATIONS:
+            keyword, convert = MEMBERSHIP_TRANSLATIONS[prop]
+            try:
+                out[keyword] = convert(params[prop])
+            except ValueError:
+                raise OptionError(
+                    f"kafka.{prop}", f"expected an integer, got {shown(prop, params[prop])}"
+                ) from None
+    typed = {
+        "group_id": opts.group_id,
+        "group_instance_id": opts.group_instance_id,
+        "client_rack": opts.client_rack,
+        "session_timeout_ms": opts.session_timeout_ms,
+        "heartbeat_interval_ms": opts.heartbeat_interval_ms,
+        "max_poll_interval_ms": opts.max_poll_interval_ms,
+    }
+    out.update({k: v for k, v in typed.items() if v is not None})
+    out.update(opts.security.kafka_python())
+    if isinstance(out.get("bootstrap_servers"), str):
+        out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",") if s.strip()]
+    return out
+
+
+#: Properties only a consumer understands; an admin client given them warns on every start.
+_CONSUMER_ONLY = frozenset(
+    {
+        "group.id", "group.instance.id", "enable.auto.commit", "enable.auto.offset.store",
+        "enable.partition.eof", "auto.offset.reset", "isolation.level", "fetch.wait.max.ms",
+        "fetch.min.bytes", "fetch.max.bytes", "max.partition.fetch.bytes", "fetch.message.max.bytes",
+        "queued.min.messages", "queued.max.messages.kbytes", "session.timeout.ms",
+        "heartbeat.interval.ms", "max.poll.interval.ms", "partition.assignment.strategy",
+        "auto.commit.interval.ms", "check.crcs", "client.rack", "group.protocol",
+        "group.remote.assignor", "fetch.queue.backoff.ms", "fetch.error.backoff.ms",
+    }
+)
+
+
+def admin_config(config: Mapping[str, object]) -> dict[str, object]:
+    """The connection part of a librdkafka consumer config (servers, security, client id), for
+    an AdminClient, which warns about consumer-only properties."""
+    return {k: v for k, v in config.items() if k not in _CONSUMER_ONLY}
