@@ -46,8 +46,8 @@ demo:
 	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install --quiet -c constraints.txt -e ".[demo]"
 	$(PY) -m demo $(DEMO_ARGS)
 
-# Fault-injection scenarios against the mock broker (see README, "Chaos suite"): sized for
-# ~25 min on 2 idle cores (the README run took 40 min on a loaded shared machine).
+# Fault-injection scenarios against the mock broker (see docs/chaos.md): sized for
+# ~25 min on 2 idle cores (a run on a loaded shared machine took 40 min).
 # CHAOS_ARGS="--only driver_kill9,commit_errors" to pick scenarios, --list to see them.
 CHAOS_ARGS ?=
 chaos:
@@ -64,7 +64,7 @@ chaos-consumer:
 # The scenarios on a 3-node Apache Kafka cluster (RF 3, min.insync.replicas 2): the real
 # cluster's faults (broker crash, coordinator crash, rolling restart, frozen broker, the whole
 # cluster down) and every scenario that needs no mock fault injection; the churns' plain members
-# are Java consumers (../shared/kafka/java-consumer.sh). ~30 min. See README, "Chaos suite".
+# are Java consumers (../shared/kafka/java-consumer.sh). ~30 min. See docs/chaos.md.
 chaos-kafka:
 	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(CHAOS_ARGS)
 

@@ -1,1 +1,1 @@
-"""The chaos suite of issue #8: `python -m chaos` (see README, "Chaos suite")."""
+"""The chaos suite of issue #8: `python -m chaos` (see docs/chaos.md)."""

@@ -95,8 +95,8 @@ def authorization_error(security: SecurityConfig | None, resource: str, name: st
     return AuthorizationError(
         f"{code}: principal {principal} is not allowed {operations} on {resource} {name!r} "
         f"(bootstrap servers {bootstrap}){said}. Grant it, e.g. kafka-acls.sh --add --allow-principal "
-        f"{principal} --operation {operations.split(' ')[0]} --{resource.lower()} {name}; the README's "
-        "Security section lists the ACLs a query needs")
+        f"{principal} --operation {operations.split(' ')[0]} --{resource.lower()} {name}; docs/security.md "
+        "lists the ACLs a query needs")
 
 
 class RefusalWatch:

@@ -301,7 +301,7 @@ def _refuse_unsupported(p: Mapping[str, str]) -> None:
                 "accepted: security.protocol, sasl.mechanism, sasl.jaas.config (or sasl.username/"
                 "sasl.password), ssl.truststore.*, ssl.keystore.*, ssl.key.password, "
                 "ssl.ca.location, ssl.certificate.location, ssl.key.location, "
-                "ssl.endpoint.identification.algorithm, ssl.cipher.suites (see the README, Security)",
+                "ssl.endpoint.identification.algorithm, ssl.cipher.suites (see docs/security.md)",
             )
 
 
