@@ -118,6 +118,9 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
+        # how long Spark waits for the Python processes it starts (a streaming query's runner)
+        # to connect back: 15 s by default, which a loaded 2-core CI machine can exceed
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("WARN")
