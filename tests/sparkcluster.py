@@ -8,6 +8,7 @@ Every process starts in a session of its own and is stopped with its whole proce
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -15,20 +16,25 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pyspark's launch scripts, installed next to the test interpreter by ``pip install pyspark``.
 SPARK_BIN = Path(sys.executable).parent
+#: Set for every Spark process: without it pyspark's scripts ask PYSPARK_DRIVER_PYTHON (or
+#: python3 from PATH) where pyspark is, and a Python without pyspark leaves it empty.
+SPARK_HOME = str(Path(importlib.util.find_spec("pyspark").origin).parent)
 #: What the wheel is built from: the files pyproject.toml packages (copied, so that building
 #: leaves no build/ or *.egg-info in the checkout).
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "pyspark_groupkafka.py", "spark_groupsource", "assignment")
 #: Set to 1 to install the wheel's dependencies into the venv from the index/pip cache
 #: (measured 78 s on 2 loaded cores, 2026-11-26) instead of sharing the test venv's copies.
 FULL_INSTALL_ENV = "GROUPKAFKA_DEPLOY_FULL_INSTALL"
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -139,9 +145,9 @@ class Proc:
 def spark_env(python: str | Path, **extra: str) -> dict[str, str]:
     """Environment for a Spark process whose Python (driver and workers) is ``python``, with
     nothing of this checkout on PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME", "SPARK_REMOTE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_REMOTE")}
     env.update({"PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python),
-                "SPARK_LOCAL_IP": "127.0.0.1", **extra})
+                "SPARK_HOME": SPARK_HOME, "SPARK_LOCAL_IP": "127.0.0.1", **extra})
     return env
 
 
@@ -228,10 +234,13 @@ class StandaloneCluster:
 
 
 @contextmanager
-def standalone_cluster(workdir: Path, python: str | Path, *, cores: int = 2, memory: str = "2g",
-                       start_timeout: float = 120) -> Iterator[StandaloneCluster]:
+def standalone_cluster(workdir: Path, *, cores: int = 2, memory: str = "2g", start_timeout: float = 180,
+                       meanwhile: Callable[[], T] | None = None) -> Iterator[tuple[StandaloneCluster, T | None]]:
+    """Master and Worker, started together (the Worker retries until the Master is up);
+    ``meanwhile()`` runs while their JVMs start and its result is yielded with the cluster.
+    The daemons get no PYSPARK_PYTHON: each application brings its own."""
     workdir.mkdir(parents=True, exist_ok=True)
-    env = spark_env(python)
+    env = {k: v for k, v in spark_env(sys.executable).items() if not k.startswith("PYSPARK_")}
     spark_class = str(SPARK_BIN / "spark-class")
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -241,14 +250,15 @@ def standalone_cluster(workdir: Path, python: str | Path, *, cores: int = 2, mem
                                  "--port", str(port), "--webui-port", str(free_port())],
                       workdir / "master.log", env=env, cwd=workdir)
         procs.append(master)
-        master.wait_for("I have been elected leader", start_timeout)
         worker = Proc("worker", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                                  "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
                                  "--work-dir", str(workdir / "work"), url],
                       workdir / "worker.log", env=env, cwd=workdir)
         procs.append(worker)
+        extra = meanwhile() if meanwhile is not None else None
+        master.wait_for("I have been elected leader", start_timeout)
         worker.wait_for("Successfully registered with master", start_timeout)
-        yield StandaloneCluster(master, worker, url)
+        yield StandaloneCluster(master, worker, url), extra
     finally:
         for p in reversed(procs):
             p.stop()

@@ -40,18 +40,27 @@ APP_CONF = {"spark.executor.cores": "2", "spark.cores.max": "2", "spark.executor
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory):
-    """The wheel built from the checkout, installed in a venv of its own (once per session)."""
-    base = tmp_path_factory.mktemp("deploy-wheel")
-    return make_venv(base, build_wheel(base))
+def deployment(kafka_broker, tmp_path_factory):
+    """A standalone cluster, and the wheel built from the checkout installed in a venv of its
+    own (built while the cluster's JVMs start). Asks for ``kafka_broker`` first: without
+    ../shared/kafka the tests skip before anything starts."""
+    base = tmp_path_factory.mktemp("deploy")
+
+    def wheel_venv():
+        return make_venv(base / "wheel", build_wheel(base / "wheel"))
+
+    with standalone_cluster(base / "cluster", meanwhile=wheel_venv) as (cluster, venv):
+        yield cluster, venv
 
 
-@pytest.fixture(scope="module")
-def cluster(kafka_broker, wheel_venv, tmp_path_factory):
-    """A standalone cluster (needs ../shared/kafka only through ``kafka_broker``: without it
-    the tests skip before anything starts)."""
-    with standalone_cluster(tmp_path_factory.mktemp("deploy-cluster"), wheel_venv.python) as c:
-        yield c
+@pytest.fixture
+def cluster(deployment):
+    return deployment[0]
+
+
+@pytest.fixture
+def wheel_venv(deployment):
+    return deployment[1]
 
 
 def submit(cluster, venv, workdir: Path, name: str, *args: str) -> Proc:
@@ -119,7 +128,7 @@ def assert_in_venv(probe: dict, venv) -> None:
 def test_stream_to_parquet_survives_an_executor_killed_9(cluster, wheel_venv, kafka_broker, unique_name, tmp_path):
     topic, group, partitions = unique_name("deploy"), unique_name("g"), 4
     kafka_broker.create_topic(topic, partitions)
-    produced = produce_keyed(kafka_broker.bootstrap, topic, 2000, partitions=partitions)
+    produced = produce_keyed(kafka_broker.bootstrap, topic, 1200, partitions=partitions)
     output, stop_file = tmp_path / "out", tmp_path / "stop"
     options = {
         "kafka.bootstrap.servers": kafka_broker.bootstrap, "subscribe": topic, "kafka.group.id": group,
@@ -143,10 +152,10 @@ def test_stream_to_parquet_survives_an_executor_killed_9(cluster, wheel_venv, ka
         for pid in victims:
             os.kill(pid, signal.SIGKILL)
         killed_at = batches_logged(output)
-        produced += produce_keyed(kafka_broker.bootstrap, topic, 2000, partitions=partitions, start=2000)
+        produced += produce_keyed(kafka_broker.bootstrap, topic, 1200, partitions=partitions, start=1200)
 
         end = log_end(kafka_broker.bootstrap, topic, partitions)
-        assert sum(end.values()) == 4000
+        assert sum(end.values()) == 2400
 
         def caught_up():
             assert driver.popen.poll() is None, driver.tail()
