@@ -118,6 +118,7 @@ def parts(tps: Any) -> set[int]:
     return {tp.partition for tp in tps}
 
 
+@pytest.mark.compat
 def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
     topic, group = unique_name("topic"), unique_name("group")
     k848.create_topic(topic, 4)
@@ -153,6 +154,7 @@ def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
         m.close()
 
 
+@pytest.mark.compat
 def test_handover_waits_for_the_inflight_batch_and_loses_nothing(k848, unique_name):
     """A revoked partition moves only after the batch reading it completed and committed; the
     peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
@@ -294,6 +296,7 @@ def test_commit_refused_as_fenced_while_the_membership_stands_takes_the_partitio
         m.close()
 
 
+@pytest.mark.compat
 def test_static_member_restart_keeps_its_partitions(k848, unique_name):
     """A static member that closes and comes back within the session keeps its partitions; the
     other member sees no rebalance."""
@@ -659,6 +662,7 @@ def test_topic_pattern_picks_up_a_topic_created_later(kafka_broker, unique_name)
         m.close()
 
 
+@pytest.mark.compat
 def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker, unique_name, tmp_path):
     """One KIP-848 group on Kafka: a ``kafka.group.protocol=consumer`` query reads alone, then a
     Java consumer and a librdkafka consumer join while records keep arriving; the broker's
