@@ -72,3 +72,4 @@ def test_kafka_home_is_refused_for_other_backends(tmp_path):
     with pytest.raises(DevBrokerError, match="no such directory"):
         validate_args("kafka", 1, None, [], None, str(tmp_path / "missing"))
     validate_args("kafka", 1, None, [], None, str(tmp_path))
+
