@@ -66,9 +66,12 @@ chaos-consumer:
 # The scenarios on a 3-node Apache Kafka cluster (RF 3, min.insync.replicas 2): the real
 # cluster's faults (broker crash, coordinator crash, rolling restart, frozen broker, the whole
 # cluster down) and every scenario that needs no mock fault injection; the churns' plain members
-# are Java consumers (../shared/kafka/java-consumer.sh). ~30 min. See docs/chaos.md.
+# are Java consumers (the Kafka's own java-consumer.sh). ~30 min. See docs/chaos.md.
+# CHAOS_KAFKA_HOME=../shared/kafka-latest runs it on Apache Kafka 4.3.1 (default: the dev
+# broker's Kafka, $GROUPKAFKA_KAFKA_HOME or ../shared/kafka); docs/kafka-versions.md has the tables.
+CHAOS_KAFKA_HOME ?=
 chaos-kafka:
-	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(CHAOS_ARGS)
+	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(if $(CHAOS_KAFKA_HOME),--kafka-home $(CHAOS_KAFKA_HOME)) $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -12,6 +12,9 @@ included), ``kafka`` (Apache Kafka from the jars the dev broker finds, ``--kafka
 default 1: the scenarios that need no injected fault; the others are listed as skipped, with
 why), or ``auto`` (the default): ``kafka`` for ``--protocol consumer`` when the Kafka jars are
 present, else ``mock``; ``mock`` for ``--protocol classic`` (its Kafka run is future work).
+``--kafka-home DIR``: the Apache Kafka installation to run (default: ``$GROUPKAFKA_KAFKA_HOME``,
+else ../shared/kafka); its ``java-consumer.sh`` is the Java plain member, so e.g.
+``--kafka-home ../shared/kafka-latest`` runs broker and Java client on 4.3.1.
 
 Exit code 0 when every scenario passed; 1 when any lost a record, had a query fail where it
 should not (or not fail where it should), a committed offset move backwards, or duplicates
@@ -47,6 +50,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--kafka-brokers", type=int, default=None, choices=(1, 3),
                    help="nodes of the Kafka cluster with --broker kafka (default 3 for --protocol classic: "
                    "the real-cluster faults need them; 1 for --protocol consumer)")
+    p.add_argument("--kafka-home", metavar="DIR",
+                   help="the Apache Kafka installation (and its java-consumer.sh) for --broker kafka "
+                   "(default: $GROUPKAFKA_KAFKA_HOME, else ../shared/kafka)")
     p.add_argument("--workdir", help="where sinks, checkpoints and logs go (default: a new temp dir)")
     p.add_argument("--json", dest="json_path", help="results file (default: <workdir>/results.json)")
     p.add_argument("--quiet-timeout", type=float, default=120.0,
@@ -73,9 +79,29 @@ def choose_broker(requested: str, protocol: str) -> tuple[str, str | None]:
     return ("mock", f"no Apache Kafka ({why}); running on the mock") if why else ("kafka", None)
 
 
+def use_kafka_home(home: str) -> str:
+    """Make ``home`` the Kafka of this run: GROUPKAFKA_KAFKA_HOME is what the dev broker (a child
+    process) and the Java plain members' script lookup read. Returns its description."""
+    from spark_groupsource.devbroker._kafka import KAFKA_HOME_ENV, check
+
+    home = os.path.abspath(home)
+    line = check(home)  # DevBrokerError when there are no jars there
+    os.environ[KAFKA_HOME_ENV] = home
+    return line.removeprefix("kafka: OK ")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     protocol = args.protocol
+    kafka_label = ""
+    if args.kafka_home:
+        from spark_groupsource.devbroker import DevBrokerError
+
+        try:
+            kafka_label = use_kafka_home(args.kafka_home)
+        except DevBrokerError as exc:
+            print(f"--kafka-home: {exc}", file=sys.stderr)
+            return 2
     try:
         backend, fallback = choose_broker(args.broker, protocol)
     except ValueError as exc:
@@ -112,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     if fallback:
         print(f"chaos: {fallback}", flush=True)
     nodes = f" ({nodes_n} node{'s' if nodes_n > 1 else ''})" if backend == "kafka" else ""
+    if backend == "kafka":
+        if not kafka_label:
+            from spark_groupsource.devbroker._kafka import check
+
+            kafka_label = check().removeprefix("kafka: OK ")
+        nodes += f", {kafka_label}"
     print(f"chaos: {len(specs)} scenarios, group protocol {protocol}, broker {backend}{nodes}, "
           f"work directory {workdir}", flush=True)
     # those of this protocol left out on this broker (on the mock, the Kafka-only ones go unsaid)
@@ -146,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
         print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
         with open(json_path, "w") as f:
-            json.dump({"workdir": workdir, "protocol": protocol, "broker": backend, "skipped": not_run,
+            json.dump({"workdir": workdir, "protocol": protocol, "broker": backend, "kafka": kafka_label or None,
+                       "skipped": not_run,
                        "rows": [r.to_json() for r in rows]}, f, indent=1)
     print()
     print(table(rows))

@@ -256,7 +256,7 @@ class PlainMember:
 
 
 def java_missing() -> str | None:
-    """Why the Java reference consumer (``../shared/kafka/java-consumer.sh``, driven through
+    """Why the Java reference consumer (``java-consumer.sh`` of the run's Kafka, driven through
     ``tests/javaclient.py``) cannot run here, or None."""
     try:
         from tests.javaclient import java_consumer_missing
@@ -266,7 +266,7 @@ def java_missing() -> str | None:
 
 
 class JavaPlainMember:
-    """The Java reference consumer (kafka-clients 4.0.1, ``java-consumer.sh`` through
+    """The Java reference consumer (the run's Kafka's kafka-clients, ``java-consumer.sh`` through
     :class:`tests.javaclient.JavaConsumer`) as a plain group member: it polls, and commits
     synchronously after each non-empty poll, in ``onPartitionsRevoked`` and before it closes.
 

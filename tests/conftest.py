@@ -1,9 +1,13 @@
 """Shared fixtures: a Spark session and Kafka-protocol brokers.
 
 Brokers
-  ``broker``        session-scoped, parametrized over the default backends (ids ``kafka``: Apache
-                    Kafka 4.0.1, the broker whose behaviour counts; ``mock``: librdkafka's mock).
+  ``broker``        session-scoped, parametrized over the default backends (ids ``kafka``: the
+                    main Apache Kafka, the broker whose behaviour counts; ``mock``: librdkafka's
+                    mock).
   ``kafka_broker``  the same Apache Kafka instance (node faults via ``kafka_broker.kafka``).
+  Tests marked ``compat`` run on the second Apache Kafka version too (id ``kafka-compat``):
+  ``broker`` and ``kafka_broker`` get it as one more parameter, and so does any fixture that
+  asks for ``kafka_home_param`` (the secured node of test_security_kafka.py).
   ``mock_broker``   the same mock instance (fault injection via ``mock_broker.mock``).
   ``tansu_broker``  a Tansu broker, for the few tests of what Tansu adds (not in the default matrix).
   Every broker object has ``.backend``, ``.bootstrap``, ``.create_topic(name, partitions)``,
@@ -16,7 +20,15 @@ Environment
       ``broker`` yields one object with ``.backend == "external"``; ``mock_broker`` and
       ``tansu_broker`` skip.
   ``GROUPKAFKA_TEST_BACKENDS=kafka,tansu`` (comma list)  the embedded backends of ``broker``
-      (default ``kafka,mock``; adding ``tansu`` runs the whole matrix on it too).
+      (default ``kafka,mock``; adding ``tansu`` runs the whole matrix on it too; without
+      ``kafka`` the compat set does not run either).
+  ``GROUPKAFKA_KAFKA_HOME``  the main Kafka (default: ../shared/kafka-latest, Apache Kafka 4.3.1,
+      else ../shared/kafka); set here for the whole session, so the dev brokers tests start
+      themselves and their subprocesses run the same one.
+  ``GROUPKAFKA_COMPAT_KAFKA_HOME``  the second Kafka of the compat set (default: ../shared/kafka,
+      Apache Kafka 4.0.1; ``none`` turns the compat set off).
+  The Java consumer of a test is its broker's own (``<home>/java-consumer.sh``) unless
+  ``GROUPKAFKA_JAVA_CONSUMER`` names one.
 
 Tests that use a broker or Spark fixture get the ``integration`` marker automatically.
 """
@@ -34,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from javaclient import register_kafka_home
 from spark_groupsource.devbroker import (
     BACKENDS,
     DevBroker,
@@ -41,9 +54,54 @@ from spark_groupsource.devbroker import (
     ExternalBroker,
     kafka_missing,
 )
+from spark_groupsource.devbroker._kafka import (
+    KAFKA_HOME_ENV,
+    SHARED_KAFKA,
+    SHARED_KAFKA_LATEST,
+    find_kafka,
+)
 
 EXTERNAL_ENV = "GROUPKAFKA_TEST_BOOTSTRAP"
 BACKENDS_ENV = "GROUPKAFKA_TEST_BACKENDS"
+COMPAT_HOME_ENV = "GROUPKAFKA_COMPAT_KAFKA_HOME"
+#: The test-broker id of the second Kafka version (tests marked ``compat``).
+COMPAT = "kafka-compat"
+#: Which installation is the suite's main Kafka and which runs the compat set (see
+#: docs/kafka-versions.md for why): the main one when it is there, else the other.
+MAIN_KAFKA_DEFAULT = SHARED_KAFKA_LATEST
+COMPAT_KAFKA_DEFAULT = SHARED_KAFKA
+
+
+def _choose_kafka_homes() -> tuple[str | None, str | None]:
+    """(main, compat) Kafka homes from the environment and the defaults; sets
+    GROUPKAFKA_KAFKA_HOME to the main one so that every dev broker of the session runs it."""
+    main = os.environ.get(KAFKA_HOME_ENV, "").strip()
+    if not main:
+        main = next((h for h in (MAIN_KAFKA_DEFAULT, COMPAT_KAFKA_DEFAULT) if kafka_missing(h) is None), "")
+        if main:
+            os.environ[KAFKA_HOME_ENV] = main
+    compat = os.environ.get(COMPAT_HOME_ENV, "").strip()
+    if compat.lower() == "none":
+        return main or None, None
+    if not compat:
+        compat = COMPAT_KAFKA_DEFAULT if main != COMPAT_KAFKA_DEFAULT else MAIN_KAFKA_DEFAULT
+    return main or None, compat
+
+
+MAIN_KAFKA_HOME, COMPAT_KAFKA_HOME = _choose_kafka_homes()
+
+
+def kafka_home_of(backend: str) -> str | None:
+    """The Kafka installation behind a test-broker id (None: the dev broker's default)."""
+    return COMPAT_KAFKA_HOME if backend == COMPAT else MAIN_KAFKA_HOME
+
+
+def _kafka_label(home: str | None) -> str:
+    try:
+        dist = find_kafka(home)
+    except DevBrokerError as exc:
+        return f"absent ({exc})"
+    return f"Apache Kafka {dist.version} at {dist.home}"
 
 #: Using any of these (directly or through another fixture) makes a test an integration test.
 INTEGRATION_FIXTURES = frozenset(
@@ -75,6 +133,50 @@ _BROKER_PARAMS = ["external"] if _external_bootstrap() else _embedded_backends()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: needs a broker and/or a Spark session")
     config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
+    config.addinivalue_line(
+        "markers", "compat(only={param: [values]}): also runs on the second Apache Kafka version "
+        "(test id kafka-compat); with only=, just those cases of a parametrized test")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"kafka (main): {_kafka_label(MAIN_KAFKA_HOME)}",
+            f"kafka-compat: {_kafka_label(COMPAT_KAFKA_HOME) if COMPAT_KAFKA_HOME else 'off'}"]
+
+
+def _kafka_params(metafunc: pytest.Metafunc) -> list[str]:
+    """["kafka"], plus the compat id for a test marked ``compat``."""
+    if metafunc.definition.get_closest_marker("compat") is None or _external_bootstrap():
+        return ["kafka"]
+    if "kafka" not in _BROKER_PARAMS:
+        return ["kafka"]
+    return ["kafka", COMPAT]
+
+
+def _in_compat_set(item: pytest.Item) -> bool:
+    """False for a kafka-compat case that ``compat(only={param: [values]})`` leaves out (a
+    parametrized test of which only some cases run on the second version)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or COMPAT not in (callspec.params.get(n) for n in ("broker", "kafka_broker",
+                                                                         "kafka_home_param")):
+        return True
+    marker = item.get_closest_marker("compat")
+    only = (marker.kwargs.get("only") or {}) if marker is not None else {}
+    return all(callspec.params.get(name) in values for name, values in only.items())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``broker``'s backends; the compat set's second Kafka on ``broker``, ``kafka_broker`` and
+    ``kafka_home_param``."""
+    names = metafunc.fixturenames
+    kafkas = _kafka_params(metafunc)
+    if "broker" in names:
+        params = list(_BROKER_PARAMS) + [k for k in kafkas if k not in _BROKER_PARAMS]
+        metafunc.parametrize("broker", params, ids=params, indirect=True, scope="session")
+    elif len(kafkas) > 1:
+        for name in ("kafka_broker", "kafka_home_param"):
+            if name in names:
+                metafunc.parametrize(name, kafkas, ids=kafkas, indirect=True, scope="session")
+                break
 
 
 #: The xdist group of every test that uses the in-process Spark session: ``make test`` runs two
@@ -94,6 +196,10 @@ def _xdist_group(item: pytest.Item, names: set[str]) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselection and before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    dropped = [item for item in items if not _in_compat_set(item)]
+    if dropped:
+        items[:] = [item for item in items if _in_compat_set(item)]
+        config.hook.pytest_deselected(items=dropped)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & INTEGRATION_FIXTURES:
@@ -156,14 +262,18 @@ class _BrokerPool:
     def get(self, backend: str) -> Any:
         if backend in self._failed:
             pytest.fail(self._failed[backend], pytrace=False)
-        if backend == "kafka" and backend not in self._brokers:
-            missing = kafka_missing()
+        if backend == COMPAT and COMPAT_KAFKA_HOME is None:
+            pytest.skip(f"the compat set's second Kafka is off ({COMPAT_HOME_ENV}=none)")
+        if backend in ("kafka", COMPAT) and backend not in self._brokers:
+            missing = kafka_missing(kafka_home_of(backend))
             if missing:
-                pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
+                pytest.skip(f"no Apache Kafka for the {backend} test broker: {missing}")
         b = self._brokers.get(backend)
         if b is None:
             if backend == "external":
                 b = ExternalBroker(_external_bootstrap() or "")
+            elif backend in ("kafka", COMPAT):
+                b = DevBroker("kafka", kafka_home=kafka_home_of(backend))
             else:
                 b = DevBroker(backend)
             try:
@@ -171,6 +281,8 @@ class _BrokerPool:
             except DevBrokerError as exc:
                 self._failed[backend] = f"cannot start the {backend} test broker: {exc}"
                 pytest.fail(self._failed[backend], pytrace=False)
+            if backend in ("kafka", COMPAT):
+                register_kafka_home(b.bootstrap, find_kafka(kafka_home_of(backend)).home)
             self._brokers[backend] = b
         return b
 
@@ -211,9 +323,10 @@ def _revive_dead_brokers() -> None:
         _POOL.revive()
 
 
-@pytest.fixture(scope="session", params=_BROKER_PARAMS, ids=_BROKER_PARAMS)
+@pytest.fixture(scope="session")
 def broker(request: pytest.FixtureRequest, _broker_pool: _BrokerPool) -> Any:
-    """A running broker: each embedded backend in turn, or the external cluster."""
+    """A running broker: each embedded backend in turn, or the external cluster (parametrized
+    in :func:`pytest_generate_tests`)."""
     return _broker_pool.get(request.param)
 
 
@@ -226,11 +339,26 @@ def _single(backend: str, pool: _BrokerPool) -> Any:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(_broker_pool: _BrokerPool) -> Any:
-    """The embedded Apache Kafka broker (one KRaft node; ``.kafka`` stops, kills, freezes nodes)."""
+def kafka_broker(request: pytest.FixtureRequest, _broker_pool: _BrokerPool) -> Any:
+    """The embedded Apache Kafka broker (one KRaft node; ``.kafka`` stops, kills, freezes nodes);
+    on a ``compat`` test, the main and then the second version."""
     if _external_bootstrap():
         pytest.skip(f"needs the embedded kafka broker; {EXTERNAL_ENV} points tests elsewhere")
-    return _broker_pool.get("kafka")
+    return _broker_pool.get(getattr(request, "param", "kafka"))
+
+
+@pytest.fixture(scope="session")
+def kafka_home_param(request: pytest.FixtureRequest) -> str | None:
+    """The Kafka installation of a test that starts its own node (None: the main one); on a
+    ``compat`` test, the main and then the second version. Skips when that Kafka is absent."""
+    backend = getattr(request, "param", "kafka")
+    if backend == COMPAT and COMPAT_KAFKA_HOME is None:
+        pytest.skip(f"the compat set's second Kafka is off ({COMPAT_HOME_ENV}=none)")
+    home = kafka_home_of(backend)
+    missing = kafka_missing(home)
+    if missing:
+        pytest.skip(f"no Apache Kafka for the {backend} test broker: {missing}")
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The Java reference consumer (kafka-clients 4.0.1) as a test participant.
+"""The Java reference consumer (the broker's own kafka-clients version) as a test participant.
 
 Wraps ``java-consumer.sh`` (see ../shared/kafka/README.md): a JSON-lines consumer CLI that
 prints ``start``, ``assigned``/``revoked``/``lost`` (with ``generation`` and ``member_id``),
@@ -9,8 +9,11 @@ bounded and fails with the consumer's recent events and stderr. :class:`JavaCons
 registry whose :meth:`~JavaConsumers.close_all` (called from a fixture's finalizer) kills
 whatever is still running, also when the test failed.
 
-The script is found at ``<project>/../shared/kafka/java-consumer.sh`` unless
-``GROUPKAFKA_JAVA_CONSUMER`` names another; where it (or ``java``) is missing,
+The script is ``GROUPKAFKA_JAVA_CONSUMER`` when set; else the ``java-consumer.sh`` of the Kafka
+installation serving the bootstrap (tests/conftest.py registers each embedded Kafka broker's home
+with :func:`register_kafka_home`, so a test on 4.3.1 runs the 4.3.1 client); else the one in
+``$GROUPKAFKA_KAFKA_HOME`` (the dev broker's default Kafka); else
+``<project>/../shared/kafka/java-consumer.sh``. Where it (or ``java``) is missing,
 :func:`require_java_consumer` skips the test saying why.
 """
 
@@ -41,13 +44,26 @@ DEFAULT_JAVA_CONSUMER = os.path.normpath(
 DEFAULT_TIMEOUT_S = 60.0
 
 
-def java_consumer_script() -> str:
-    return os.environ.get(JAVA_CONSUMER_ENV, "").strip() or DEFAULT_JAVA_CONSUMER
+#: bootstrap servers of an embedded Kafka -> its installation (whose java-consumer.sh to run)
+_KAFKA_HOMES: dict[str, str] = {}
 
 
-def java_consumer_missing() -> str | None:
+def register_kafka_home(bootstrap: str, home: str) -> None:
+    """Java consumers of ``bootstrap`` run ``home``'s java-consumer.sh (the same Kafka version)."""
+    _KAFKA_HOMES[bootstrap] = home
+
+
+def java_consumer_script(bootstrap: str | None = None) -> str:
+    override = os.environ.get(JAVA_CONSUMER_ENV, "").strip()
+    if override:
+        return override
+    home = _KAFKA_HOMES.get(bootstrap or "") or os.environ.get("GROUPKAFKA_KAFKA_HOME", "").strip()
+    return os.path.join(home, "java-consumer.sh") if home else DEFAULT_JAVA_CONSUMER
+
+
+def java_consumer_missing(bootstrap: str | None = None) -> str | None:
     """Why the Java consumer cannot run here, or None."""
-    script = java_consumer_script()
+    script = java_consumer_script(bootstrap)
     if not os.path.isfile(script):
         return f"no Java consumer CLI at {script} (set {JAVA_CONSUMER_ENV} to its java-consumer.sh)"
     if not os.access(script, os.X_OK):
@@ -57,14 +73,14 @@ def java_consumer_missing() -> str | None:
     return None
 
 
-def require_java_consumer() -> str:
+def require_java_consumer(bootstrap: str | None = None) -> str:
     """The script's path; skips the calling test when it cannot run."""
     import pytest
 
-    missing = java_consumer_missing()
+    missing = java_consumer_missing(bootstrap)
     if missing:
         pytest.skip(missing)
-    return java_consumer_script()
+    return java_consumer_script(bootstrap)
 
 
 def parse_tp(name: str) -> tuple[str, int]:
@@ -126,7 +142,7 @@ class JavaConsumer:
         name: str = "java",
         start: bool = False,
     ):
-        self.script = require_java_consumer()
+        self.script = require_java_consumer(bootstrap)
         self.name, self.group = name, group
         args = [self.script, "--bootstrap", bootstrap, "--group", group, "--topics", ",".join(topics),
                 "--group-protocol", group_protocol, "--duration-s", str(duration_s),

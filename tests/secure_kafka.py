@@ -123,13 +123,14 @@ class SecureKafka:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_secure_kafka(directory: str | None = None) -> SecureKafka:
-    """Make the certificates, start the node, create the SCRAM users (raises DevBrokerError)."""
+def start_secure_kafka(directory: str | None = None, home: str | None = None) -> SecureKafka:
+    """Make the certificates, start the node (of the Kafka installation ``home``; None: the dev
+    broker's default), create the SCRAM users (raises DevBrokerError)."""
     own = directory is None
     directory = directory or tempfile.mkdtemp(prefix="groupkafka-secure-")
     pki = make_pki(os.path.join(directory, "pki"))
     cluster = KafkaCluster(1, config=_broker_config(pki), workdir=os.path.join(directory, "kafka"),
-                           extra_listeners=LISTENERS)
+                           extra_listeners=LISTENERS, home=home)
     try:
         cluster.start()
         sk = SecureKafka(cluster, pki, directory if own else None)

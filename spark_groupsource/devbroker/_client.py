@@ -70,10 +70,13 @@ class DevBroker:
         initial_rebalance_delay_ms: int = 100,
         startup_timeout: float = 120.0,
         broker_config: Mapping[str, str] | None = None,
+        kafka_home: str | None = None,
     ):
         topic_map = _normalize_topics(topics)
         self.broker_config = parse_broker_config(dict(broker_config or {}))
-        validate_args(backend, brokers, port, list(topic_map.items()), self.broker_config)
+        validate_args(backend, brokers, port, list(topic_map.items()), self.broker_config, kafka_home)
+        #: the Kafka installation given (kafka backend; None: $GROUPKAFKA_KAFKA_HOME or ../shared/kafka)
+        self.kafka_home = kafka_home
         self.backend = backend
         self.brokers = brokers
         self.port = port
@@ -124,6 +127,8 @@ class DevBroker:
             cmd += ["--port", str(self.port)]
         for key, value in self.broker_config.items():
             cmd += ["--broker-config", f"{key}={value}"]
+        if self.kafka_home is not None:
+            cmd += ["--kafka-home", self.kafka_home]
         for name, partitions in self._initial_topics.items():
             cmd += ["--topic", f"{name}:{partitions}"]
         env = dict(os.environ)

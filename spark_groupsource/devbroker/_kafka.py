@@ -4,11 +4,16 @@ Every node is a combined broker + controller (``process.roles=broker,controller`
 them vote in the KRaft quorum, so a 3-node cluster keeps its controller when one node dies.
 The jars come from, in order:
 
+* the ``home`` argument (``--kafka-home`` of the command);
 * ``$GROUPKAFKA_KAFKA_HOME``: an Apache Kafka distribution (its ``libs/``), or a directory laid
   out as ``lib/broker`` + ``lib/clients`` (the one this project's CI builds from source);
 * ``../shared/kafka`` next to the project checkout (present on the project's CI machines only).
 
-Nothing here is Kafka-version specific beyond KRaft (Kafka >= 3.3; 4.0.1 is what the suite runs).
+The few version-specific choices are made from the version the jars report
+(``kafka/kafka-version.properties`` in kafka-clients), never from a setting: see
+:func:`version_settings`. The storage is formatted with the installation's own default
+metadata.version (``kafka-storage format`` without ``--release-version``), so every version runs
+its own storage format. The suite runs Apache Kafka 4.0.1 and 4.3.1.
 Each node runs in its own process group with a parent-death signal, so a dev broker that is
 killed takes its JVMs with it.
 """
@@ -19,12 +24,14 @@ import contextlib
 import ctypes
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
 import uuid
+import zipfile
 from base64 import urlsafe_b64encode
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,12 +46,13 @@ DEFAULT_HEAP = "-Xmx512m -Xms128m"
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_KAFKA = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka"))
+#: The newest Kafka release on the project's machines (4.3.1), for the suite's version matrix.
+SHARED_KAFKA_LATEST = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka-latest"))
 
 #: Broker settings of the dev cluster. They make groups form fast and accept the short session
 #: timeouts tests use; none of them changes a protocol rule.
 DEV_BROKER_CONFIG = {
     "num.partitions": "1",
-    "group.coordinator.rebalance.protocols": "classic,consumer",
     "group.min.session.timeout.ms": "1000",
     # KIP-848 groups: the broker owns session timeout and heartbeat interval; shorter than the
     # production defaults (45 s, 5 s) so that tests see assignments within a second or two
@@ -79,6 +87,42 @@ logger.logmgr.level = warn
 """
 
 
+#: Before 4.0 the consumer (KIP-848) protocol was off unless listed here; 4.0 enables it by
+#: default and 4.3 deprecates the setting (a WARN on every node, and listing protocols turns
+#: streams groups off), so it is only written for the versions that need it.
+_PRE_40_SETTINGS = {"group.coordinator.rebalance.protocols": "classic,consumer"}
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``"4.3.1"`` -> (4, 3, 1); ``"4.0.0-SNAPSHOT"`` -> (4, 0, 0); None when it is no version."""
+    parts = []
+    for piece in text.strip().split("-", 1)[0].split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts) if len(parts) >= 2 else None
+
+
+def version_settings(version: tuple[int, ...] | None) -> dict[str, str]:
+    """Broker settings that depend on the Kafka version the jars report (pure).
+
+    An unknown version gets none: every release since 4.0 enables both group protocols without
+    being told, and an older one still starts (its consumer-protocol groups are then refused)."""
+    if version is not None and version < (4, 0):
+        return dict(_PRE_40_SETTINGS)
+    return {}
+
+
+def _jar_version(jar: str) -> str | None:
+    """The version in a kafka-clients jar's ``kafka/kafka-version.properties``."""
+    with contextlib.suppress(OSError, KeyError, zipfile.BadZipFile), zipfile.ZipFile(jar) as z:
+        for line in z.read("kafka/kafka-version.properties").decode("latin-1").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "version":
+                return value.strip()
+    return None
+
+
 @dataclass(frozen=True)
 class KafkaDist:
     """Where a Kafka's jars are: the class path and a short description."""
@@ -88,11 +132,17 @@ class KafkaDist:
 
     @property
     def version(self) -> str:
-        for jar in glob.glob(os.path.join(self.home, "**", "kafka-clients-*.jar"), recursive=True):
+        """What the installation says it is: the kafka-clients jar's version properties, else
+        the jar's file name."""
+        for jar in sorted(glob.glob(os.path.join(self.home, "**", "kafka-clients-*.jar"), recursive=True)):
             name = os.path.basename(jar)[len("kafka-clients-"):-len(".jar")]
             if name and name[0].isdigit():
-                return name
+                return _jar_version(jar) or name
         return "unknown version"
+
+    @property
+    def version_tuple(self) -> tuple[int, ...] | None:
+        return parse_version(self.version)
 
 
 def java_binary() -> str:
@@ -105,10 +155,12 @@ def java_binary() -> str:
     return found
 
 
-def find_kafka() -> KafkaDist:
-    """The Kafka jars to run, or raise DevBrokerError saying where they were looked for."""
+def find_kafka(home: str | None = None) -> KafkaDist:
+    """The Kafka jars to run (``home``, else ``$GROUPKAFKA_KAFKA_HOME``, else ../shared/kafka),
+    or raise DevBrokerError saying where they were looked for."""
+    explicit = (home or "").strip()
     override = os.environ.get(KAFKA_HOME_ENV, "").strip()
-    candidates = [override] if override else [SHARED_KAFKA]
+    candidates = [explicit or override or SHARED_KAFKA]
     for home in candidates:
         libs = os.path.join(home, "libs")
         if os.path.isdir(libs) and glob.glob(os.path.join(libs, "kafka_2.*.jar")):
@@ -116,23 +168,25 @@ def find_kafka() -> KafkaDist:
         broker, clients = os.path.join(home, "lib", "broker"), os.path.join(home, "lib", "clients")
         if glob.glob(os.path.join(broker, "kafka_2.*.jar")) and glob.glob(os.path.join(clients, "kafka-clients-*.jar")):
             return KafkaDist(home, f"{broker}/*{os.pathsep}{clients}/*")
-    where = f"{KAFKA_HOME_ENV}={override}" if override else SHARED_KAFKA
+    where = (f"--kafka-home {explicit}" if explicit
+             else f"{KAFKA_HOME_ENV}={override}" if override else SHARED_KAFKA)
     raise DevBrokerError(
         f"Apache Kafka jars not found at {where} (want libs/kafka_2.*.jar, or lib/broker + lib/clients); "
-        f"set {KAFKA_HOME_ENV} to an Apache Kafka (KRaft, >= 3.7) distribution to use the kafka backend"
+        f"pass --kafka-home or set {KAFKA_HOME_ENV} to an Apache Kafka (KRaft, >= 3.7) distribution "
+        f"to use the kafka backend"
     )
 
 
-def check() -> str:
-    dist = find_kafka()
+def check(home: str | None = None) -> str:
+    dist = find_kafka(home)
     java_binary()
     return f"kafka: OK Apache Kafka {dist.version} at {dist.home}"
 
 
-def kafka_missing() -> str | None:
+def kafka_missing(home: str | None = None) -> str | None:
     """Why the kafka backend cannot run on this machine (no jars, no java), or None."""
     try:
-        check()
+        check(home)
     except DevBrokerError as exc:
         return str(exc)
     return None
@@ -145,6 +199,13 @@ def _cluster_id() -> str:
         cid = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
+
+
+def formatted_metadata_version(output: str) -> str | None:
+    """The metadata.version in ``kafka-storage format``'s report ("Formatting ... with
+    metadata.version 4.3-IV0."), or None."""
+    found = re.search(r"metadata\.version\s+([0-9]+\.[0-9]+-IV[0-9]+)", output)
+    return found.group(1) if found else None
 
 
 def _preexec() -> None:  # pragma: no cover - runs in the forked child before exec
@@ -162,6 +223,8 @@ class KafkaNode:
     controller_port: int
     workdir: str
     proc: subprocess.Popen[bytes] | None = None
+    #: what ``kafka-storage format`` wrote (e.g. ``4.3-IV0``), None before or if it did not say
+    metadata_version: str | None = None
     stopped_on_purpose: bool = field(default=False)
     #: extra client listener name -> its port (see KafkaCluster's ``extra_listeners``)
     listener_ports: dict[str, int] = field(default_factory=dict)
@@ -188,19 +251,20 @@ class KafkaCluster:
 
     def __init__(self, brokers: int = 1, config: Mapping[str, str] | None = None,
                  initial_rebalance_delay_ms: int = 100, workdir: str | None = None,
-                 extra_listeners: Mapping[str, str] | None = None):
-        """``extra_listeners``: more client listeners, name -> security protocol (e.g.
+                 extra_listeners: Mapping[str, str] | None = None, home: str | None = None):
+        """``home``: the Kafka installation (see :func:`find_kafka`). ``extra_listeners``: more client listeners, name -> security protocol (e.g.
         ``{"SASL": "SASL_PLAINTEXT", "MTLS": "SSL"}``), each on a port of its own per node
         (:meth:`listener_bootstrap`); PLAINTEXT stays the inter-broker listener. Their settings
         (SASL mechanisms, key stores, ``listener.name.<name>.*``) go in ``config``."""
         if brokers < 1:
             raise DevBrokerError(f"brokers must be >= 1, got {brokers}")
-        self.dist = find_kafka()
+        self.dist = find_kafka(home)
         self.java = java_binary()
         self.brokers = brokers
         rf = str(min(3, brokers))
         self.config: dict[str, str] = {
             **DEV_BROKER_CONFIG,
+            **version_settings(self.dist.version_tuple),
             "group.initial.rebalance.delay.ms": str(initial_rebalance_delay_ms),
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,
@@ -290,6 +354,7 @@ class KafkaCluster:
         if out.returncode != 0:
             tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
             raise DevBrokerError(f"kafka storage format of node {node.node_id} failed: {' | '.join(tail)}")
+        node.metadata_version = formatted_metadata_version(out.stdout)
 
     def start(self, timeout: float = 90.0, port: int | None = None) -> None:
         """Format and start every node (the first on ``port`` if given); return when all of them
@@ -437,6 +502,7 @@ class KafkaCluster:
         return {
             "kafka_home": self.dist.home,
             "kafka_version": self.dist.version,
+            "metadata_version": self.nodes[0].metadata_version if self.nodes else None,
             "workdir": self.workdir,
             "nodes": [{"id": n.node_id, "port": n.port, "controller_port": n.controller_port,
                        "pid": n.pid, "log": n.log_path} for n in self.nodes],

@@ -389,10 +389,10 @@ class KafkaHost(_Host):
     backend = "kafka"
 
     def __init__(self, brokers: int, initial_rebalance_delay_ms: int, config: dict[str, str],
-                 port: int | None = None):
+                 port: int | None = None, home: str | None = None):
         from ._kafka import KafkaCluster
 
-        self.cluster = KafkaCluster(brokers, config, initial_rebalance_delay_ms)
+        self.cluster = KafkaCluster(brokers, config, initial_rebalance_delay_ms, home=home)
         self.port = port
         self._admin: Any = None
 
@@ -479,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a broker setting (kafka only; repeatable), e.g. auto.create.topics.enable=false",
     )
     p.add_argument(
+        "--kafka-home",
+        metavar="DIR",
+        help="the Apache Kafka installation to run (kafka only; a distribution with libs/, or "
+             "lib/broker + lib/clients); default: $GROUPKAFKA_KAFKA_HOME, else ../shared/kafka",
+    )
+    p.add_argument(
         "--initial-rebalance-delay-ms",
         type=int,
         default=100,
@@ -517,7 +523,7 @@ def parse_broker_config(items: list[str] | dict[str, str] | None) -> dict[str, s
 
 def validate_args(
     backend: str | None, brokers: int, port: int | None, topics: list[tuple[str, int]],
-    broker_config: dict[str, str] | None = None,
+    broker_config: dict[str, str] | None = None, kafka_home: str | None = None,
 ) -> None:
     if backend is None:
         raise DevBrokerError(f"missing --backend: choose one of {', '.join(BACKENDS)}")
@@ -535,6 +541,10 @@ def validate_args(
         raise DevBrokerError(f"brokers must be <= 5 for kafka on one machine, got {brokers}")
     if broker_config and backend != "kafka":
         raise DevBrokerError("--broker-config is only supported with kafka")
+    if kafka_home is not None and backend != "kafka":
+        raise DevBrokerError("--kafka-home is only supported with kafka")
+    if kafka_home is not None and not os.path.isdir(kafka_home):
+        raise DevBrokerError(f"--kafka-home {kafka_home}: no such directory")
     if port is not None:
         if backend == "mock":
             raise DevBrokerError("--port is not supported with the mock; it picks free ports")
@@ -544,11 +554,13 @@ def validate_args(
         validate_topic(name, partitions)
 
 
-def run_check(out: IO[str], optional: frozenset[str] = frozenset()) -> int:
+def run_check(out: IO[str], optional: frozenset[str] = frozenset(), kafka_home: str | None = None) -> int:
     from . import _kafka, _rdkafka_mock, _tansu
 
     ok = True
-    for name, fn in (("mock", _rdkafka_mock.check), ("kafka", _kafka.check), ("tansu", _tansu.check)):
+    checks: tuple[tuple[str, Callable[[], str]], ...] = (
+        ("mock", _rdkafka_mock.check), ("kafka", lambda: _kafka.check(kafka_home)), ("tansu", _tansu.check))
+    for name, fn in checks:
         try:
             line = fn()
         except DevBrokerError as exc:
@@ -584,7 +596,7 @@ class _Server:
             self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms)
         elif a.backend == "kafka":
             self.host = KafkaHost(a.brokers, a.initial_rebalance_delay_ms,
-                                  parse_broker_config(a.broker_config), a.port)
+                                  parse_broker_config(a.broker_config), a.port, a.kafka_home)
         else:
             self.host = TansuHost(a.port, log)
         self.host.start()
@@ -710,11 +722,12 @@ def _serve_control(server: _Server, out: IO[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.check:
-        return run_check(sys.stdout, frozenset(b.strip() for b in args.optional.split(",") if b.strip()))
+        return run_check(sys.stdout, frozenset(b.strip() for b in args.optional.split(",") if b.strip()),
+                         args.kafka_home)
     try:
         topics = [parse_topic_spec(spec) for spec in args.topic]
         validate_args(args.backend, args.brokers, args.port, topics,
-                      parse_broker_config(args.broker_config))
+                      parse_broker_config(args.broker_config), args.kafka_home)
     except DevBrokerError as exc:
         print(f"devbroker: error: {exc}", file=sys.stderr, flush=True)
         return 2

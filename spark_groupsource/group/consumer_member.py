@@ -35,7 +35,7 @@ from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
-from spark_groupsource.group.handover_watch import HandoverWatch
+from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
 from spark_groupsource.group.seam import (
     CommitResult,
     Counters,
@@ -75,7 +75,8 @@ RECHECK_REFUSED_S = 1.0
 #: owner revoked them, within the owner's next heartbeat: 5 s by default), so "nothing owned"
 #: right after joining must not read as "caught up" (AvailableNow would end with zero rows).
 #: Past it, the broker's target assignment decides (see handover_watch): a handover held up
-#: by another member's long batch keeps reporting a rebalance until it completes.
+#: by another member's long batch keeps reporting a rebalance until it completes. Where the
+#: broker batches assignments (Kafka >= 4.3), its reported interval is added (join_grace_s).
 EMPTY_ASSIGNMENT_GRACE_S = 10.0
 
 
@@ -576,7 +577,8 @@ class ConsumerProtocolMembership:
         since, arriving = self._empty_since, False
         if not owned and since is not None:
             pending = self._handover.pending(self._member_id)
-            arriving = time.monotonic() - since < EMPTY_ASSIGNMENT_GRACE_S or bool(pending)
+            grace = join_grace_s(EMPTY_ASSIGNMENT_GRACE_S, self._handover.assignment_interval_ms)
+            arriving = time.monotonic() - since < grace or bool(pending)
         return Snapshot(generation=self._epoch, member_id=self._member_id, protocol="consumer",
                         owned=owned, committable=frozenset(owned), rebalancing=bool(revoking) or arriving,
                         revoking=revoking)

@@ -70,6 +70,7 @@ def test_plain_commit_never_moves_the_group_backwards(broker, new_topic, unique_
     assert committed_offsets(broker.bootstrap, group, topic, 2) == {0: 5, 1: 5}
 
 
+@pytest.mark.compat
 def test_two_coordinated_backfills_split_the_work(spark, broker, new_topic, unique_name):
     topic, group = new_topic(4), unique_name("g")
     records = produce(broker.bootstrap, topic, 40, 4)

@@ -118,6 +118,7 @@ def parts(tps: Any) -> set[int]:
     return {tp.partition for tp in tps}
 
 
+@pytest.mark.compat
 def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
     topic, group = unique_name("topic"), unique_name("group")
     k848.create_topic(topic, 4)
@@ -153,6 +154,7 @@ def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
         m.close()
 
 
+@pytest.mark.compat
 def test_handover_waits_for_the_inflight_batch_and_loses_nothing(k848, unique_name):
     """A revoked partition moves only after the batch reading it completed and committed; the
     peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
@@ -294,6 +296,7 @@ def test_commit_refused_as_fenced_while_the_membership_stands_takes_the_partitio
         m.close()
 
 
+@pytest.mark.compat
 def test_static_member_restart_keeps_its_partitions(k848, unique_name):
     """A static member that closes and comes back within the session keeps its partitions; the
     other member sees no rebalance."""
@@ -422,6 +425,57 @@ def test_a_handover_held_up_past_the_grace_still_reads_as_a_rebalance(kafka_brok
         a.batch_completed()
         wait_until(lambda: len(b.snapshot().owned) == 1 and not b.snapshot().rebalancing, 30,
                    message="the partition to arrive once the batch completed")
+    finally:
+        b.close()
+        a.close()
+
+
+def test_a_joiner_waiting_for_a_batched_assignment_reads_as_a_rebalance(kafka_broker, unique_name):
+    """Kafka >= 4.3 batches target assignments (KIP-1263): with the group's
+    ``consumer.assignment.interval.ms`` at 14 s, a joiner's target stays empty for longer than
+    the 10 s grace, so ConsumerGroupDescribe cannot say a handover is on its way. The member
+    asks the broker for the interval and waits that much longer: it must read as rebalancing,
+    never as "settled with nothing", until its partition arrives (else AvailableNow would end
+    with zero rows). Skips on a broker without assignment batching (4.0)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from spark_groupsource.group.handover_watch import ASSIGNMENT_INTERVAL_CONFIG
+
+    topic, group = unique_name("topic"), unique_name("group")
+    kafka_broker.create_topic(topic, 2)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 0})
+    resource = ConfigResource(ResourceType.GROUP, group)
+    reported = admin.describe_configs([resource])[resource].result(timeout=30)
+    if ASSIGNMENT_INTERVAL_CONFIG not in reported:
+        pytest.skip(f"this broker reports no {ASSIGNMENT_INTERVAL_CONFIG} (no assignment batching before Kafka 4.3)")
+    change = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+        ASSIGNMENT_INTERVAL_CONFIG, "14000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(timeout=30)
+    a, b = member(kafka_broker, group, topic), member(kafka_broker, group, topic)
+    a.start()
+    try:
+        wait_until(lambda: len(a.snapshot().owned) == 2, 30, message="the first member owns both partitions")
+        b.start()
+        assert b.wait_for_assignment(20), b.describe()
+        joined = time.monotonic()
+        samples = []
+        while not b.snapshot().owned and time.monotonic() < joined + 40:
+            snap = b.snapshot()
+            samples.append((round(time.monotonic() - joined, 1), snap.rebalancing, bool(snap.owned)))
+            time.sleep(0.2)
+        arrived = time.monotonic() - joined
+        assert b.snapshot().owned, f"no partition 40 s after joining: {b.describe()}"
+        # the case this test is about: the assignment came after the 10 s grace alone ran out
+        assert arrived > EMPTY_ASSIGNMENT_GRACE_S, f"the batched assignment came after {arrived:.1f}s"
+        assert all(rebalancing for _, rebalancing, _ in samples), [s for s in samples if not s[1]]
+        wait_until(lambda: len(b.snapshot().owned) == 1 and not b.snapshot().rebalancing, 30,
+                   message="the joiner settles with its partition")
     finally:
         b.close()
         a.close()
@@ -659,6 +713,7 @@ def test_topic_pattern_picks_up_a_topic_created_later(kafka_broker, unique_name)
         m.close()
 
 
+@pytest.mark.compat
 def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker, unique_name, tmp_path):
     """One KIP-848 group on Kafka: a ``kafka.group.protocol=consumer`` query reads alone, then a
     Java consumer and a librdkafka consumer join while records keep arriving; the broker's

@@ -384,6 +384,7 @@ def java(kafka_broker: Any) -> Any:
 SCENARIOS = {"java-only": ("java", "java"), "ours-leads": ("ours", "java"), "java-leads": ("java", "ours")}
 
 
+@pytest.mark.compat(only={"assignor": ["cooperative-sticky"]})
 @pytest.mark.parametrize("assignor", ASSIGNORS)
 def test_java_consumer_in_our_group(kafka_broker, java, unique_name, assignor):
     """Our member and a Java consumer with the same assignor, ours leading (joining first) and

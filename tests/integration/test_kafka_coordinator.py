@@ -21,6 +21,8 @@ import time
 import warnings
 from typing import Any
 
+import pytest
+
 from assignment.model import TopicPartition
 from helpers import committed_offsets, group_member, kafka_rebalance_reasons, wait_until
 from javaclient import JavaConsumer
@@ -55,6 +57,7 @@ def _batch_that_never_completes(a) -> tuple[dict, str]:
 # ------------------------------------------------------------------------------------------
 # static membership
 # ------------------------------------------------------------------------------------------
+@pytest.mark.compat
 def test_duplicate_instance_id_is_fenced_and_the_member_says_so(kafka_broker, unique_name, caplog):
     """KIP-345 on Kafka: a second member joining with a ``group.instance.id`` already in use
     takes the first one's place (and its partitions, without a rebalance); the coordinator
@@ -235,6 +238,7 @@ def test_member_removed_while_its_revocation_waits_loses_the_partitions_at_once(
 # ------------------------------------------------------------------------------------------
 # group conversion classic <-> consumer (KIP-848)
 # ------------------------------------------------------------------------------------------
+@pytest.mark.compat
 def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, unique_name, caplog):
     """Our classic cooperative-sticky member leads a group; a Java consumer joins with
     ``group.protocol=consumer``: the broker converts the group to a consumer group (its

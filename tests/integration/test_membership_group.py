@@ -52,6 +52,7 @@ def _settled(m: GroupMembership, other, total: int):
     return check
 
 
+@pytest.mark.compat(only={"assignor": ["cooperative-sticky"]})
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
     """Our member and a librdkafka member split the partitions disjointly, both ways round
@@ -215,6 +216,7 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
         b.close()
 
 
+@pytest.mark.compat
 def test_static_member_keeps_its_assignment_across_a_restart(kafka_broker, unique_name):
     """KIP-345 on Kafka: a static member that restarts within the session timeout (no
     LeaveGroup) gets its partitions back and the other member keeps its own, with no rebalance

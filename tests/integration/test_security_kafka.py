@@ -49,14 +49,15 @@ GROUP_TIMEOUTS = {"kafka.session.timeout.ms": "6000", "kafka.heartbeat.interval.
 
 
 @pytest.fixture(scope="module")
-def secure() -> Iterator[SecureKafka]:
-    missing = kafka_missing()
+def secure(kafka_home_param: str | None) -> Iterator[SecureKafka]:
+    """The secured node: the main Kafka, and the second version for tests marked ``compat``."""
+    missing = kafka_missing(kafka_home_param)
     if missing:
         pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
     if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP", "").strip():
         pytest.skip("needs the embedded kafka broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
     try:
-        sk = start_secure_kafka()
+        sk = start_secure_kafka(home=kafka_home_param)
     except DevBrokerError as exc:
         pytest.fail(f"cannot start the secured Kafka node: {exc}", pytrace=False)
     yield sk
@@ -131,6 +132,7 @@ def ends(records) -> dict[int, int]:
     return out
 
 
+@pytest.mark.compat(only={"case": ["sasl_plaintext-PLAIN"]})
 @pytest.mark.parametrize("case", CASES)
 def test_stream_batch_backfill_and_groups_command(spark, secure, case, unique_name, tmp_path):
     listener, security, secrets = case_options(secure, case)
@@ -267,6 +269,7 @@ def refusal_options(sk: SecureKafka, case: str) -> tuple[str, dict[str, str], li
     return bootstrap, {"kafka.bootstrap.servers": bootstrap, **security}, words
 
 
+@pytest.mark.compat(only={"case": ["wrong-password-PLAIN"]})
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_refused_connections_fail_at_once_and_say_why(spark, secure, case, unique_name, tmp_path):
     bootstrap, options, words = refusal_options(secure, case)

@@ -44,12 +44,12 @@ def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -
 
 
 def test_auto_picks_kafka_for_the_consumer_mode_when_its_jars_are_present(monkeypatch) -> None:
-    monkeypatch.setattr(_kafka, "check", lambda: "found")
+    monkeypatch.setattr(_kafka, "check", lambda home=None: "found")
     assert cli.choose_broker("auto", "consumer") == ("kafka", None)
     assert cli.choose_broker("auto", "classic") == ("mock", None)
     assert cli.choose_broker("mock", "consumer") == ("mock", None)
 
-    def missing() -> str:
+    def missing(home: str | None = None) -> str:
         raise DevBrokerError("no jars here")
 
     monkeypatch.setattr(_kafka, "check", missing)
@@ -60,7 +60,7 @@ def test_auto_picks_kafka_for_the_consumer_mode_when_its_jars_are_present(monkey
 
 
 def test_list_on_kafka_names_the_skipped_scenarios_with_the_reason(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(_kafka, "check", lambda: "found")
+    monkeypatch.setattr(_kafka, "check", lambda home=None: "found")
     assert cli.main(["--protocol", "consumer", "--broker", "kafka", "--list"]) == 0
     out = capsys.readouterr().out
     skipped = out.split("not run with --protocol consumer --broker kafka:")[1]
@@ -80,3 +80,27 @@ def test_members_on_kafka_get_no_mock_workaround_and_the_suite_session() -> None
     assert "leaderSyncDelayMs" in run.member_options
     assert kafka_broker_config("consumer") == {"group.consumer.session.timeout.ms": "6000",
                                                 "group.consumer.heartbeat.interval.ms": "1000"}
+
+
+def test_kafka_home_option_is_the_runs_kafka_and_its_java_client(tmp_path, monkeypatch, capsys) -> None:
+    """``--kafka-home`` names the installation the dev broker and the Java members use (through
+    GROUPKAFKA_KAFKA_HOME, which both read); a directory without jars is refused (exit 2)."""
+    import zipfile
+
+    monkeypatch.setenv(_kafka.KAFKA_HOME_ENV, "/elsewhere")
+    assert cli.main(["--broker", "mock", "--kafka-home", str(tmp_path / "none"), "--list"]) == 2
+    assert "--kafka-home: Apache Kafka jars not found at --kafka-home" in capsys.readouterr().err
+    (tmp_path / "lib" / "broker").mkdir(parents=True)
+    (tmp_path / "lib" / "clients").mkdir(parents=True)
+    (tmp_path / "lib" / "broker" / "kafka_2.13-4.3.1.jar").write_bytes(b"")
+    with zipfile.ZipFile(tmp_path / "lib" / "clients" / "kafka-clients-4.3.1.jar", "w") as z:
+        z.writestr("kafka/kafka-version.properties", "version=4.3.1\n")
+    monkeypatch.setattr(_kafka, "java_binary", lambda: "/usr/bin/java")
+    assert cli.use_kafka_home(str(tmp_path)) == f"Apache Kafka 4.3.1 at {tmp_path}"
+    import os
+
+    assert os.environ[_kafka.KAFKA_HOME_ENV] == str(tmp_path)
+    from tests.javaclient import java_consumer_script
+
+    monkeypatch.delenv("GROUPKAFKA_JAVA_CONSUMER", raising=False)
+    assert java_consumer_script() == os.path.join(str(tmp_path), "java-consumer.sh")

@@ -125,7 +125,7 @@ def test_plain_members_are_java_consumers_on_kafka_and_librdkafka_on_the_mock(tm
 
 def test_without_java_consumer_the_kafka_run_skips_its_scenarios_saying_why(monkeypatch, capsys) -> None:
     monkeypatch.setenv("GROUPKAFKA_JAVA_CONSUMER", os.path.join(os.sep, "nowhere", "java-consumer.sh"))
-    monkeypatch.setattr(_kafka, "check", lambda: "found")
+    monkeypatch.setattr(_kafka, "check", lambda home=None: "found")
     java = {"cooperative_churn", "eager_plain_churn", "consumer_churn"}
     assert not java & {s.name for p in ("classic", "consumer") for s in for_protocol(p, "kafka", 3)}
     assert "cooperative_churn" in {s.name for s in for_protocol("classic", "mock")}  # librdkafka there
