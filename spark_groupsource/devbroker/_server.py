@@ -460,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
             "arguments, 1 when the broker cannot start or dies."
         ),
     )
-    p.add_argument("--backend", help="mock or tansu")
+    p.add_argument("--backend", help=f"one of {', '.join(BACKENDS)} (kafka: Apache Kafka from --kafka-home or GROUPKAFKA_KAFKA_HOME)")
     p.add_argument("--brokers", type=int, default=1, help="number of brokers (mock, kafka)")
     p.add_argument(
         "--topic",
