@@ -28,6 +28,10 @@ query's start), from Spark's progress, and what the producer wrote.
                                  [--max-offsets-per-trigger 250000] [--sustained-s 60]
                                  [--readers spark,groupkafka,floor] [--backend kafka]
 
+``--readers`` may add ``groupkafka-before``: groupkafka with librdkafka's own fetch settings
+(fetch.queue.backoff.ms=1000, max.partition.fetch.bytes=1 MiB), the fetchers' settings before
+issue 27, to show what they change side by side.
+
 ``--n`` is N at 100 B values; larger values get fewer records (the same bytes, at least 20,000).
 """
 
@@ -45,6 +49,7 @@ from _common import (  # noqa: E402
     FLOOR,
     OURS,
     SPARK,
+    Meter,
     load_average,
     produce,
     side_by_side_readers,
@@ -52,11 +57,15 @@ from _common import (  # noqa: E402
     tree_cpu_seconds,
 )
 from _floor_source import register as register_floor  # noqa: E402
-from throughput import query  # noqa: E402
+from throughput import Run  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
-READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR}
+#: groupkafka with the fetchers' librdkafka settings before issue 27 (librdkafka's defaults): to
+#: show, side by side in one run, what the fetchers' settings change
+BEFORE = "groupkafka, rdkafka dflt"
+BEFORE_OPTIONS = {"kafka.fetch.queue.backoff.ms": "1000", "kafka.max.partition.fetch.bytes": "1048576"}
+READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-before": BEFORE}
 
 
 @dataclass(frozen=True)
@@ -139,11 +148,43 @@ def ratio(a: float, b: float) -> float:
 
 
 # -- the runs ------------------------------------------------------------------------------------
+def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int) -> Run:
+    """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
+    if reader == FLOOR:
+        r = (spark.readStream.format("benchfloor").option("rows", str(n)).option("partitions", str(args.partitions))
+             .option("valueSize", str(value_size)))
+    else:
+        r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+             .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "earliest"))
+    r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    if reader in (OURS, BEFORE):
+        r = (r.option("kafka.group.id", f"bench-{time.time_ns()}")
+             .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms)))
+    if reader == BEFORE:
+        r = r.options(**BEFORE_OPTIONS)
+    df = r.load()
+    load = load_average()
+    with tempfile.TemporaryDirectory() as ck, Meter([broker.pid] if broker.pid else []) as m:
+        q = df.writeStream.format("noop").option("checkpointLocation", ck).trigger(availableNow=True).start()
+        q.awaitTermination()
+    rows = sum(p["numInputRows"] for p in q.recentProgress)
+    if rows != n:
+        raise AssertionError(f"{reader} read {rows} of {n}")
+    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"])
+
+
 def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
-    exclude = [broker.pid] if broker.pid else []
     b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-    run = query(spark, reader, broker.bootstrap, topic, n, args.max_offsets_per_trigger,
-                broker.recommended_session_timeout_ms, exclude, args.partitions, size)
+    try:
+        run = query(spark, reader, broker, topic, n, args, size)
+    except Exception as exc:  # noqa: BLE001 - on a loaded machine Spark's runner may time out connecting
+        if "failed to connect back" not in str(exc) and "CANNOT_OPEN_SOCKET" not in str(exc):
+            raise
+        print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
+              f"{load_average()}); once more)")
+        b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
+        run = query(spark, reader, broker, topic, n, args, size)
     b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
     return Sample(n, run.wall, run.cpu or 0.0, b1 - b0)
 
@@ -237,7 +278,7 @@ def main(argv=None) -> int:
     if chosen is None:
         return 0
     available, jars = chosen
-    readers = [r for r in wanted if r in available or r == FLOOR]
+    readers = [r for r in wanted if r in available or r in (FLOOR, BEFORE)]
     spark = spark_session(args.cores, jars if SPARK in readers else ())
     register_floor(spark)
     print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
@@ -252,7 +293,7 @@ def main(argv=None) -> int:
                 results.append((size, codec, _workload(spark, broker, readers, size, codec, args, warm=first)))
                 first = False
         sustained = {}
-        kafka_readers = [r for r in readers if r != FLOOR]
+        kafka_readers = [r for r in readers if r in (SPARK, OURS)]
         if args.sustained_s > 0 and kafka_readers:
             size = sizes[0]
             print(f"\nsustained: processingTime 1 s, startingOffsets=latest, {args.sustained_s:.0f}s per reader while a "
