@@ -279,7 +279,10 @@ def main(argv=None) -> int:
         return 0
     available, jars = chosen
     readers = [r for r in wanted if r in available or r in (FLOOR, BEFORE)]
-    spark = spark_session(args.cores, jars if SPARK in readers else ())
+    # Spark's Python processes connect back within 15 s by default: on a machine loaded by others
+    # the streaming runner missed it and the query failed
+    spark = spark_session(args.cores, jars if SPARK in readers else (),
+                          {"spark.python.authenticate.socketTimeout": "120s"})
     register_floor(spark)
     print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
           f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger="
