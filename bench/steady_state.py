@@ -175,16 +175,16 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
 
 
 def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
-    b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-    try:
-        run = query(spark, reader, broker, topic, n, args, size)
-    except Exception as exc:  # noqa: BLE001 - on a loaded machine Spark's runner may time out connecting
-        if "failed to connect back" not in str(exc) and "CANNOT_OPEN_SOCKET" not in str(exc):
-            raise
-        print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
-              f"{load_average()}); once more)")
+    for attempt in range(1, 4):
         b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-        run = query(spark, reader, broker, topic, n, args, size)
+        try:
+            run = query(spark, reader, broker, topic, n, args, size)
+            break
+        except Exception as exc:  # noqa: BLE001 - on a loaded machine Spark's runner may time out connecting
+            if attempt == 3 or ("failed to connect back" not in str(exc) and "CANNOT_OPEN_SOCKET" not in str(exc)):
+                raise
+            print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
+                  f"{load_average()}); again)")
     b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
     return Sample(n, run.wall, run.cpu or 0.0, b1 - b0)
 
