@@ -28,9 +28,9 @@ query's start), from Spark's progress, and what the producer wrote.
                                  [--max-offsets-per-trigger 250000] [--sustained-s 60]
                                  [--readers spark,groupkafka,floor] [--backend kafka]
 
-``--readers`` may add ``groupkafka-before``: groupkafka with librdkafka's own fetch settings
-(fetch.queue.backoff.ms=1000, max.partition.fetch.bytes=1 MiB), the fetchers' settings before
-issue 27, to show what they change side by side.
+``--readers`` may add ``groupkafka-before``: groupkafka with librdkafka's own
+fetch.queue.backoff.ms (1,000 ms), the fetchers' setting before issue 27, to show what it
+changes side by side.
 
 ``--n`` is N at 100 B values; larger values get fewer records (the same bytes, at least 20,000).
 """
@@ -64,7 +64,7 @@ from spark_groupsource.devbroker import DevBroker  # noqa: E402
 #: groupkafka with the fetchers' librdkafka settings before issue 27 (librdkafka's defaults): to
 #: show, side by side in one run, what the fetchers' settings change
 BEFORE = "groupkafka, rdkafka dflt"
-BEFORE_OPTIONS = {"kafka.fetch.queue.backoff.ms": "1000", "kafka.max.partition.fetch.bytes": "1048576"}
+BEFORE_OPTIONS = {"kafka.fetch.queue.backoff.ms": "1000"}
 READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-before": BEFORE}
 
 

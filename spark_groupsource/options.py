@@ -952,15 +952,13 @@ def fetcher_config(opts: _CommonOptions) -> dict[str, Any]:
     # per record (1.48 / 1.39 CPU-s per million). At 10 ms the fetcher looks again soon after
     # the queue drops below the mark (it still holds tens of thousands of records then).
     #
-    # A fetcher reads one partition: max.partition.fetch.bytes is the most one fetch round
-    # trip brings. At librdkafka's 1 MiB that is 100 records of 10 KB per round trip; 8 MiB
-    # cuts the round trips eightfold (30,000 x 10 KB: 1.01 s -> 0.72 s, same CPU). Memory
-    # stays bounded: queued.max.messages.kbytes (64 MiB by default) caps the local queue, one
-    # fetch response comes on top.
+    # max.partition.fetch.bytes stays librdkafka's 1 MiB: 8 MiB read 30,000 x 10 KB faster in
+    # bench/fetch_cpu.py (1.01 -> 0.72 s) but not inside Spark (bench/steady_state.py, 10 KB,
+    # 2026-11-26, load 14-20: 14,200 marginal records/s with 8 MiB and this backoff against
+    # 17,200 with librdkafka's defaults for both; Spark's source 37,700), so it was not kept.
     config: dict[str, Any] = {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
-        "max.partition.fetch.bytes": 8 * 1024 * 1024,
     }
     config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
     config.update(opts.security.librdkafka())
