@@ -39,6 +39,7 @@ bench:
 	$(PY) bench/leader_round.py
 	$(PY) bench/throughput.py
 	$(PY) bench/small_batches.py
+	$(PY) bench/steady_state.py
 
 # A dev broker, a producer, two queries and a librdkafka consumer in one group, drawn into
 # build/demo/ownership.png and build/demo/summary.txt (a few minutes). DEMO_ARGS: see

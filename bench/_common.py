@@ -40,7 +40,7 @@ def spark_kafka_jars() -> tuple[list[str], str | None]:
     return source + clients, None
 
 
-def spark_session(cores: int, jars: Iterable[str] = ()):
+def spark_session(cores: int, jars: Iterable[str] = (), conf: dict[str, str] | None = None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -48,6 +48,8 @@ def spark_session(cores: int, jars: Iterable[str] = ()):
     builder = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     jars = list(jars)
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))

@@ -41,7 +41,23 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     # return at once whatever this is; the wait also bounds how soon a range end without a
     # record (gaps, transaction markers) is seen. A fetcher is assigned only while its task
     # reads, so the shorter wait costs no idle polling.
-    config: dict[str, Any] = {"fetch.wait.max.ms": 10}
+    #
+    # librdkafka stops fetching a partition whose local queue holds queued.min.messages
+    # (100,000) and looks again only after fetch.queue.backoff.ms (1,000 ms), however fast the
+    # task drains the queue: a task reading a long range of small records waited about a
+    # second per 100,000 records. Measured on Kafka 4.0.1 (bench/fetch_cpu.py, one range of
+    # 600,000 x 100 B, load ~28 on 2 cores): 5.5 s at 1,000 ms, 2.2 s at 10 ms, the same CPU
+    # per record (1.48 / 1.39 CPU-s per million). At 10 ms the fetcher looks again soon after
+    # the queue drops below the mark (it still holds tens of thousands of records then).
+    #
+    # max.partition.fetch.bytes stays librdkafka's 1 MiB: 8 MiB read 30,000 x 10 KB faster in
+    # bench/fetch_cpu.py (1.01 -> 0.72 s) but not inside Spark (bench/steady_state.py, 10 KB,
+    # 2026-11-26, load 14-20: 14,200 marginal records/s with 8 MiB and this backoff against
+    # 17,200 with librdkafka's defaults for both; Spark's source 37,700), so it was not kept.
+    config: dict[str, Any] = {
+        "fetch.wait.max.ms": 10,
+        "fetch.queue.backoff.ms": 10,
+    }
     config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
     config.update(opts.security.librdkafka())
     config.update(

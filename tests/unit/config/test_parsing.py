@@ -450,6 +450,12 @@ def test_fetcher_config() -> None:
     assert fetcher_config(stream())["isolation.level"] == "read_uncommitted"
 
 
+def test_fetcher_config_fetches_again_soon_unless_told_otherwise() -> None:
+    # librdkafka's 1,000 ms pause once its queue holds queued.min.messages stalled long ranges
+    assert fetcher_config(stream())["fetch.queue.backoff.ms"] == 10
+    assert fetcher_config(stream(**{"kafka.fetch.queue.backoff.ms": "1000"}))["fetch.queue.backoff.ms"] == "1000"
+
+
 def test_fetcher_config_is_accepted_by_confluent_kafka() -> None:
     from confluent_kafka import Consumer
 

@@ -1,0 +1,329 @@
+"""Steady-state read speed: what a long-running stream pays per record once start-up is paid,
+groupkafka against Spark's own Kafka source (``format("kafka")``) and the Python source floor
+(``format("benchfloor")``, _floor_source.py), side by side in one Spark session.
+
+Marginal cost: every reader reads a topic of N records and one of 5N records
+(``Trigger.AvailableNow`` -> ``noop``, ``startingOffsets=earliest``, the same
+``maxOffsetsPerTrigger``); the difference of the two is what the extra 4N records cost, with the
+query's fixed start-up (runner process, group join, first plan, final commit) cancelled out.
+A warm-up round of every reader comes first and is not counted; then ``--rounds`` rounds, the
+order of the readers flipping every round; per reader and topic the best (least wall, least
+CPU) of the rounds is taken:
+
+  records/s          4N / (wall(5N) - wall(N))
+  CPU-s per million  (CPU(5N) - CPU(N)) / 4N, of the bench's process tree (Spark's JVM, its
+                     Python daemon, workers and the streaming source's runner; see _common.py)
+  cores busy         (CPU(5N) - CPU(N)) / (wall(5N) - wall(N)): 2.0 is a local[2] session
+                     with both cores working all the time
+  broker CPU         the same difference for the broker's process (the server, left out above)
+
+Then a sustained run (``--sustained-s``, 0 to skip): each Kafka reader in turn runs a
+``processingTime`` query (1 s, ``startingOffsets=latest``) while a producer process writes as
+fast as it can (on 2 cores it takes one; the backlog grows when the reader is the slower);
+reported: records per second over the batches after the first with data (the first pays the
+query's start), from Spark's progress, and what the producer wrote.
+
+    python bench/steady_state.py [--sizes 100,1000,10000] [--codecs none,lz4] [--rounds 3]
+                                 [--n 400000] [--partitions 8] [--cores 2]
+                                 [--max-offsets-per-trigger 250000] [--sustained-s 60]
+                                 [--readers spark,groupkafka,floor] [--backend kafka]
+
+``--readers`` may add ``groupkafka-before``: groupkafka with librdkafka's own
+fetch.queue.backoff.ms (1,000 ms), the fetchers' setting before issue 27, to show what it
+changes side by side.
+
+``--n`` is N at 100 B values; larger values get fewer records (the same bytes, at least 20,000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (  # noqa: E402
+    FLOOR,
+    OURS,
+    SPARK,
+    Meter,
+    load_average,
+    produce,
+    side_by_side_readers,
+    spark_session,
+    tree_cpu_seconds,
+)
+from _floor_source import register as register_floor  # noqa: E402
+from throughput import Run  # noqa: E402
+
+from spark_groupsource.devbroker import DevBroker  # noqa: E402
+
+#: groupkafka with the fetchers' librdkafka settings before issue 27 (librdkafka's defaults): to
+#: show, side by side in one run, what the fetchers' settings change
+BEFORE = "groupkafka, rdkafka dflt"
+BEFORE_OPTIONS = {"kafka.fetch.queue.backoff.ms": "1000"}
+READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-before": BEFORE}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One query: records read, wall seconds, CPU seconds of Spark's tree and of the broker."""
+
+    records: int
+    wall: float
+    cpu: float
+    broker_cpu: float = 0.0
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """What the records between a small and a large read cost."""
+
+    records: int
+    wall: float
+    cpu: float
+    broker_cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.wall if self.wall > 0 else float("inf")
+
+    @property
+    def cpu_per_million(self) -> float:
+        return self.cpu / self.records * 1e6
+
+    @property
+    def broker_per_million(self) -> float:
+        return self.broker_cpu / self.records * 1e6
+
+    @property
+    def cores_busy(self) -> float:
+        return self.cpu / self.wall if self.wall > 0 else float("inf")
+
+
+def best_sample(samples: list[Sample]) -> Sample:
+    """The best of the rounds of one reader on one topic: least wall, least CPU (each on its
+    own: a round slowed by a neighbour's load should not hide a good CPU reading)."""
+    if not samples:
+        raise ValueError("no samples")
+    records = {s.records for s in samples}
+    if len(records) != 1:
+        raise ValueError(f"samples of different sizes: {sorted(records)}")
+    return Sample(samples[0].records, min(s.wall for s in samples), min(s.cpu for s in samples),
+                  min(s.broker_cpu for s in samples))
+
+
+def marginal(small: Sample, large: Sample) -> Marginal:
+    """The cost of the records ``large`` read beyond ``small`` (negative differences, a
+    noisy machine's, are kept: they show the measurement is not to be trusted)."""
+    extra = large.records - small.records
+    if extra <= 0:
+        raise ValueError(f"the large read ({large.records}) must hold more records than the small ({small.records})")
+    return Marginal(extra, large.wall - small.wall, large.cpu - small.cpu, large.broker_cpu - small.broker_cpu)
+
+
+def records_for(value_size: int, n_at_100: int) -> int:
+    """N for ``value_size``-byte values: the bytes of ``n_at_100`` records of 100 B, at least 20,000."""
+    return max(20_000, n_at_100 * 100 // max(1, value_size))
+
+
+def sustained_rate(progress: list[dict]) -> tuple[int, float, int]:
+    """(records, seconds, batches) of a processingTime query's progress after its first
+    batch with data: from the end of that batch to the end of the last one, so the time
+    between triggers counts (it is what a stream pays) and the query's start does not."""
+    with_data = [p for p in progress if p.get("numInputRows")]
+    if len(with_data) < 2:
+        return 0, 0.0, 0
+    rest = with_data[1:]
+    records = sum(p["numInputRows"] for p in rest)
+    seconds = sum(p["durationMs"].get("triggerExecution", 0) for p in rest) / 1000
+    return records, seconds, len(rest)
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+# -- the runs ------------------------------------------------------------------------------------
+def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int) -> Run:
+    """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
+    if reader == FLOOR:
+        r = (spark.readStream.format("benchfloor").option("rows", str(n)).option("partitions", str(args.partitions))
+             .option("valueSize", str(value_size)))
+    else:
+        r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+             .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "earliest"))
+    r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    if reader in (OURS, BEFORE):
+        r = (r.option("kafka.group.id", f"bench-{time.time_ns()}")
+             .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms)))
+    if reader == BEFORE:
+        r = r.options(**BEFORE_OPTIONS)
+    df = r.load()
+    load = load_average()
+    with tempfile.TemporaryDirectory() as ck, Meter([broker.pid] if broker.pid else []) as m:
+        q = df.writeStream.format("noop").option("checkpointLocation", ck).trigger(availableNow=True).start()
+        q.awaitTermination()
+    rows = sum(p["numInputRows"] for p in q.recentProgress)
+    if rows != n:
+        raise AssertionError(f"{reader} read {rows} of {n}")
+    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"])
+
+
+def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
+    for attempt in range(1, 4):
+        b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
+        try:
+            run = query(spark, reader, broker, topic, n, args, size)
+            break
+        except Exception as exc:  # noqa: BLE001 - on a loaded machine Spark's runner may time out connecting
+            if attempt == 3 or ("failed to connect back" not in str(exc) and "CANNOT_OPEN_SOCKET" not in str(exc)):
+                raise
+            print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
+                  f"{load_average()}); again)")
+    b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
+    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0)
+
+
+def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str, Marginal]:
+    n = records_for(size, args.n)
+    small, large = f"ss-{size}-{codec}-n", f"ss-{size}-{codec}-5n"
+    t0 = time.perf_counter()
+    broker.create_topic(small, args.partitions)
+    broker.create_topic(large, args.partitions)
+    produce(broker.bootstrap, small, n, args.partitions, size, compression=codec)
+    produce(broker.bootstrap, large, 5 * n, args.partitions, size, compression=codec)
+    print(f"\n{size} B, {codec}: N = {n:,} and 5N = {5 * n:,} records (produced in {time.perf_counter() - t0:.1f}s); "
+          f"load {load_average()}")
+    if warm:  # JVM classes, Python workers, each side's first consumers: not counted
+        for reader in readers:
+            _measured(spark, reader, broker, small, n, args, size)
+    samples: dict[tuple[str, int], list[Sample]] = {}
+    for rnd in range(args.rounds):
+        for reader in (readers if rnd % 2 == 0 else readers[::-1]):
+            for topic, count in ((small, n), (large, 5 * n)):
+                samples.setdefault((reader, count), []).append(_measured(spark, reader, broker, topic, count, args, size))
+    out = {}
+    print(f"  {'reader':<22}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'cores':>7}{'broker/M':>10}"
+          f"   rounds (wall N / 5N)")
+    for reader in readers:
+        m = marginal(best_sample(samples[(reader, n)]), best_sample(samples[(reader, 5 * n)]))
+        out[reader] = m
+        rounds = " ".join(f"{a.wall:.1f}/{b.wall:.1f}" for a, b in zip(samples[(reader, n)], samples[(reader, 5 * n)],
+                                                                      strict=True))
+        print(f"  {reader:<22}{best_sample(samples[(reader, n)]).wall:>8.2f}{best_sample(samples[(reader, 5 * n)]).wall:>9.2f}"
+              f"{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}   {rounds}")
+    return out
+
+
+def _produce_until(bootstrap: str, topic: str, partitions: int, size: int, stop_at: float, out) -> None:
+    """A producer process writing as fast as it can until ``stop_at`` (time.time())."""
+    written = 0
+    while time.time() < stop_at:
+        produce(bootstrap, topic, 200_000, partitions, size, start=written)
+        written += 200_000
+    out.put(written)
+
+
+def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, int, int]:
+    """A processingTime query reading while a producer writes: (records, seconds, batches)
+    after the first batch with data, and how many records the producer wrote meanwhile."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    producer = ctx.Process(target=_produce_until,
+                           args=(broker.bootstrap, topic, args.partitions, size, time.time() + args.sustained_s, out))
+    r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+         .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+         .option("startingOffsets", "latest").option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger)))
+    if reader == OURS:
+        r = r.option("kafka.group.id", f"bench-sustained-{time.time_ns()}")
+        r = r.option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
+    with tempfile.TemporaryDirectory() as ck:
+        q = (r.load().writeStream.format("noop").option("checkpointLocation", ck)
+             .trigger(processingTime="1 second").start())
+        time.sleep(5)  # the query's start, its first (empty) batches
+        producer.start()
+        written = out.get(timeout=args.sustained_s + 300)
+        producer.join(60)
+        progress = q.recentProgress
+        q.stop()
+    return (*sustained_rate(progress), written)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="100,1000,10000", help="value bytes, comma-separated")
+    ap.add_argument("--codecs", default="none,lz4", help="producer compression, comma-separated (none, lz4, zstd)")
+    ap.add_argument("--rounds", type=int, default=3, help="counted rounds per reader (best of); >= 1")
+    ap.add_argument("--n", type=int, default=400_000, help="N at 100 B values (the small read; the large is 5N)")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--cores", type=int, default=2, help="the Spark session's local[N]")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000, help="the same for every reader")
+    ap.add_argument("--sustained-s", type=float, default=60.0, help="seconds of the processingTime run; 0: skip it")
+    ap.add_argument("--readers", default="spark,groupkafka,floor", help=f"of {', '.join(READER_NAMES)}")
+    ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
+    args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
+    wanted = [READER_NAMES[r.strip()] for r in args.readers.split(",") if r.strip()]
+    chosen = side_by_side_readers(args.backend)
+    if chosen is None:
+        return 0
+    available, jars = chosen
+    readers = [r for r in wanted if r in available or r in (FLOOR, BEFORE)]
+    # Spark's Python processes connect back within 15 s by default: on a machine loaded by others
+    # the streaming runner missed it and the query failed
+    spark = spark_session(args.cores, jars if SPARK in readers else (),
+                          {"spark.python.authenticate.socketTimeout": "120s"})
+    register_floor(spark)
+    print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
+          f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger="
+          f"{args.max_offsets_per_trigger:,}, warm-up then best of {args.rounds}, order alternating; "
+          f"load {load_average()}")
+    results = []
+    with DevBroker(args.backend, topics={}) as broker:
+        first = True
+        for codec in codecs:
+            for size in sizes:
+                results.append((size, codec, _workload(spark, broker, readers, size, codec, args, warm=first)))
+                first = False
+        sustained = {}
+        kafka_readers = [r for r in readers if r in (SPARK, OURS)]
+        if args.sustained_s > 0 and kafka_readers:
+            size = sizes[0]
+            print(f"\nsustained: processingTime 1 s, startingOffsets=latest, {args.sustained_s:.0f}s per reader while a "
+                  f"producer process writes {size} B records (none) as fast as it can; load {load_average()}")
+            for reader in kafka_readers:
+                topic = f"ss-sustained-{reader.replace(' ', '-')}"
+                broker.create_topic(topic, args.partitions)
+                recs, secs, batches, written = _sustained(spark, broker, reader, topic, size, args)
+                sustained[reader] = recs / secs if secs else 0.0
+                print(f"  {reader:<22}{recs:>12,} records in {batches} batches, {secs:.1f}s: "
+                      f"{sustained[reader]:,.0f} records/s (producer: {written / args.sustained_s:,.0f}/s); "
+                      f"load {load_average()}")
+        spark.stop()
+    print(f"\nsummary (marginal, best of {args.rounds}; load at the end {load_average()})")
+    print(f"  {'workload':<14}{'reader':<22}{'rec/s':>12}{'x Spark':>9}{'CPU-s/M':>9}{'x Spark':>9}{'cores':>7}"
+          f"{'broker/M':>10}")
+    for size, codec, by in results:
+        theirs = by.get(SPARK)
+        for reader, m in by.items():
+            rel_rate = f"{ratio(m.rate, theirs.rate):.2f}x" if theirs else "-"
+            rel_cpu = f"{ratio(m.cpu_per_million, theirs.cpu_per_million):.2f}x" if theirs else "-"
+            print(f"  {f'{size} B {codec}':<14}{reader:<22}{m.rate:>12,.0f}{rel_rate:>9}{m.cpu_per_million:>9.2f}"
+                  f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}")
+    if SPARK in sustained and OURS in sustained:
+        print(f"  sustained groupkafka / Spark's source: {ratio(sustained[OURS], sustained[SPARK]):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The steady-state benchmark's arithmetic (bench/steady_state.py): marginal cost as the
+difference of a small and a large read, the best of rounds, records per workload, the
+sustained rate from Spark's progress."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+from steady_state import Sample, best_sample, marginal, records_for, sustained_rate  # noqa: E402
+
+
+def test_marginal_is_the_difference_of_the_two_reads():
+    m = marginal(Sample(100_000, 3.0, 2.0, 0.5), Sample(500_000, 5.0, 6.0, 0.9))
+    assert m.records == 400_000
+    assert m.rate == pytest.approx(200_000)
+    assert m.cpu_per_million == pytest.approx(10.0)
+    assert m.cores_busy == pytest.approx(2.0)
+    assert m.broker_per_million == pytest.approx(1.0)
+
+
+def test_marginal_needs_the_large_read_to_be_larger():
+    with pytest.raises(ValueError):
+        marginal(Sample(5, 1.0, 1.0), Sample(5, 2.0, 2.0))
+
+
+def test_best_sample_takes_least_wall_and_least_cpu_each_on_its_own():
+    best = best_sample([Sample(10, 3.0, 1.0, 0.2), Sample(10, 2.0, 4.0, 0.1), Sample(10, 5.0, 2.0, 0.3)])
+    assert best == Sample(10, 2.0, 1.0, 0.1)
+
+
+def test_best_sample_refuses_mixed_sizes_and_nothing():
+    with pytest.raises(ValueError):
+        best_sample([Sample(10, 1.0, 1.0), Sample(11, 1.0, 1.0)])
+    with pytest.raises(ValueError):
+        best_sample([])
+
+
+def test_records_for_keeps_the_bytes_of_n_at_100_bytes_with_a_floor():
+    assert records_for(100, 400_000) == 400_000
+    assert records_for(1000, 400_000) == 40_000
+    assert records_for(10_000, 400_000) == 20_000
+
+
+def test_sustained_rate_leaves_out_the_first_batch_with_data():
+    progress = [
+        {"numInputRows": 0, "durationMs": {"triggerExecution": 50}},
+        {"numInputRows": 1000, "durationMs": {"triggerExecution": 9000}},
+        {"numInputRows": 500, "durationMs": {"triggerExecution": 1000}},
+        {"numInputRows": 700, "durationMs": {"triggerExecution": 1500}},
+    ]
+    assert sustained_rate(progress) == (1200, 2.5, 2)
+    assert sustained_rate(progress[:2]) == (0, 0.0, 0)
