@@ -122,7 +122,6 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             self._driver_state.close()
 
 
-
 def _as_json(offset) -> str | None:
     if offset is None:
         return None

@@ -119,9 +119,6 @@ DEFAULT_MAX_TRIGGER_DELAY = "15m"
 FETCHER_PLACEHOLDER_GROUP = "spark-groupkafka-fetcher"
 
 
-
-
-
 @dataclass(frozen=True, kw_only=True)
 class CommonOptions:
     bootstrap_servers: str

@@ -51,7 +51,6 @@ _TIMESTAMPS_EXAMPLE = '{"topicA":{"0":1700000000000,"1":1700000000000}}'
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
-
 def parse_stream_options(options: Mapping[str, str]) -> StreamOptions:
     """Validate a streaming query's options (keys lower-cased, as Spark passes them)."""
     raw = _normalize(options)
@@ -241,8 +240,6 @@ def _is_security(key: str) -> bool:
     return key.startswith(("ssl.", "sasl.")) or key == "security.protocol"
 
 
-
-
 #: Options that do not apply to a KIP-848 member, and why.
 _NOT_FOR_CONSUMER_PROTOCOL = {
     "assignor": "the broker assigns partitions in the consumer group protocol (KIP-848); choose its "
@@ -366,7 +363,6 @@ def _optional_str(raw: Mapping[str, str], key: str) -> str | None:
     if not value:
         raise OptionError(option_name(key), "must not be empty when given")
     return value
-
 
 
 def _bool(raw: Mapping[str, str], key: str, default: bool) -> bool:
@@ -517,8 +513,6 @@ def _json_offsets(
                 raise bad(f"bad value {number!r} for {topic}-{p}; the least allowed is {minimum}")
             out.append((topic, int(p), number))
     return tuple(sorted(out))
-
-
 
 
 def parse_bool_option(options: Mapping[str, str], key: str, *, default: bool) -> bool:

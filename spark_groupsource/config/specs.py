@@ -35,9 +35,6 @@ class SubscribePattern(Subscription):
         return re.fullmatch(self.pattern, topic) is not None
 
 
-
-
-
 class Position(enum.Enum):
     """A symbolic position inside a JSON offsets map (``-2`` / ``-1`` in Spark's syntax)."""
 

@@ -573,7 +573,6 @@ class StreamDriver:
             return end
 
 
-
 def _means_rebalance(error: str | None) -> bool:
     return bool(error) and ("RebalanceInProgress" in error or "REBALANCE_IN_PROGRESS" in error)
 
