@@ -207,6 +207,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(_xdist_group(item, names)))
 
 
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown when xdist is off (-p no:xdist)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Fail, not degrade, when xdist's loadgroup cannot group: pytest 9.2 ignores the group
     suffix pytest-xdist 3.8 writes into a test's node id (pytest-xdist #1386), and the Spark

@@ -342,13 +342,39 @@ class KafkaGroupClient:
         parts = {KpTP(tp.topic, tp.partition) for tp in partitions}
         if not parts:
             return {}
-        found = self._coord.fetch_committed_offsets(parts, timeout_ms=timeout_ms)
+        found = self._fetch_committed(parts, timeout_ms)
         out: dict[TopicPartition, int | None] = {}
         for tp in parts:
             om = found.get(tp)
             out[_ours(tp)] = om.offset if om is not None and om.offset >= 0 else None
         return out
 
+
+    def _fetch_committed(self, parts: set[KpTP], timeout_ms: int) -> dict:
+        """One fresh OffsetFetch, retried while the coordinator moves or loads, within the bound.
+
+        Not ``fetch_committed_offsets``: kafka-python shares one future per partition set, kept
+        until the caller that started it reads it. Its own poll fetches the committed offsets of
+        newly assigned partitions (to set positions) and, when our short poll's timer runs out
+        first, leaves that future behind; a later call for the same partitions got its answer,
+        from before any commit since (seen on Kafka 4.3.1 in a loaded CI run: a member's
+        commit of 7 and 3 read back as nothing committed)."""
+        coord = self._coord
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        backoff_s = coord.config["retry_backoff_ms"] / 1000.0
+        while True:
+            left_ms = (deadline - time.monotonic()) * 1000
+            if left_ms <= 0:
+                raise kerr.KafkaTimeoutError(f"no OffsetFetch answer within {timeout_ms} ms")
+            try:
+                if coord.coordinator() is None and not coord.ensure_coordinator_ready(timeout_ms=left_ms):
+                    raise kerr.CoordinatorNotAvailableError("no coordinator within the bound")
+                return coord._net.run(coord._send_offset_fetch_request, list(parts))
+            except kerr.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                log.debug("group %s: OffsetFetch retried after %s", coord.group_id, type(exc).__name__)
+            time.sleep(max(0.0, min(backoff_s, deadline - time.monotonic())))
 
 async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], timeout_ms: float):
     """One OffsetCommit round trip on kafka-python's IO loop: partition -> error class."""
