@@ -12,7 +12,6 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+from helpers import children_of
+from spark_groupsource.devbroker._ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pyspark's launch scripts, installed next to the test interpreter by ``pip install pyspark``.
@@ -37,32 +39,11 @@ FULL_INSTALL_ENV = "GROUPKAFKA_DEPLOY_FULL_INSTALL"
 T = TypeVar("T")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _children(pid: int) -> set[int]:
-    out = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.add(int(entry))
-    return out
-
-
 def descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` (from /proc)."""
     found, todo = set(), [pid]
     while todo:
-        for child in _children(todo.pop()):
+        for child in children_of(todo.pop()):
             if child not in found:
                 found.add(child)
                 todo.append(child)
@@ -227,7 +208,7 @@ class StandaloneCluster:
 
     def executor_pids(self) -> set[int]:
         """The executor JVMs (CoarseGrainedExecutorBackend) running under the Worker."""
-        return {p for p in _children(self.worker.pid) if "CoarseGrainedExecutorBackend" in cmdline(p)}
+        return {p for p in children_of(self.worker.pid) if "CoarseGrainedExecutorBackend" in cmdline(p)}
 
     def logs(self) -> str:
         return self.master.tail() + "\n" + self.worker.tail()
