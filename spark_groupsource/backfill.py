@@ -154,8 +154,8 @@ class BackfillPlan:
         if not opts.group_coordinated:
             with reader_for(opts) as view:
                 return cls(opts, resolve_ranges(opts, view), raw)
-        delay = leader_sync_delay_ms if leader_sync_delay_ms is not None else getattr(opts, "leader_sync_delay_ms", 0) or 0
-        return cls._coordinated(opts, raw, settle_s, assignment_timeout_s, delay)
+        # None: the option's value (the member factory falls back to it)
+        return cls._coordinated(opts, raw, settle_s, assignment_timeout_s, leader_sync_delay_ms)
 
     @classmethod
     def _coordinated(cls, opts, raw, settle_s, assignment_timeout_s, leader_sync_delay_ms) -> BackfillPlan:
