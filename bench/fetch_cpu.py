@@ -7,7 +7,8 @@ In this one process, on the same topic, best of ``--rounds``:
   count-only:         a confluent-kafka consumer that only counts (librdkafka + Message objects);
   read_partition:     spark_groupsource.executor.fetch.read_partition over ranges of ``--range-size``
                       offsets of each partition, one after the other, as tasks do, with the
-                      fetchers' own configuration (the Arrow batches built and dropped);
+                      fetchers' own configuration (the Arrow batches built and dropped), on
+                      the pure-Python path (confluent-kafka's Consumer) and the native one;
   + Arrow IPC:        the same, each batch also written as an Arrow IPC stream (what Spark's
                       Python worker does with it before the JVM sees it).
 
@@ -42,7 +43,7 @@ def _cpu() -> float:
 
 
 def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_size: int,
-          options: dict[str, str]) -> int:
+          options: dict[str, str], fetcher: str = "native") -> int:
     """Every partition in ranges of ``range_size`` offsets, one read_partition (a task) each."""
     opts = parse_stream_options({"kafka.bootstrap.servers": bootstrap, "kafka.group.id": "bench-fetch",
                                  "subscribe": topic, **options})
@@ -55,7 +56,8 @@ def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_siz
         writer = None
         for batch in read_partition(config, [rng], include_headers=False, fail_on_data_loss=True,
                                     max_records_per_batch=opts.max_records_per_arrow_batch,
-                                    max_bytes_per_batch=opts.max_bytes_per_arrow_batch, poll_timeout_ms=60_000):
+                                    max_bytes_per_batch=opts.max_bytes_per_arrow_batch, poll_timeout_ms=60_000,
+                                    fetcher=fetcher):
             got += batch.num_rows
             if sink is not None:
                 writer = writer or pa.ipc.new_stream(sink, batch.schema)
@@ -92,8 +94,12 @@ def main(argv=None) -> int:
         probe.close()
         readers = {"count-only (librdkafka + Message objects)": lambda: count_only(broker.bootstrap, topic,
                                                                                    args.partitions),
-                   "read_partition -> Arrow batches": lambda: fetch(broker.bootstrap, topic, ends, False, args.range_size, options),
-                   "read_partition -> Arrow + IPC stream": lambda: fetch(broker.bootstrap, topic, ends, True, args.range_size, options)}
+                   "read_partition, python -> Arrow batches": lambda: fetch(
+                       broker.bootstrap, topic, ends, False, args.range_size, options, "python"),
+                   "read_partition, native -> Arrow batches": lambda: fetch(
+                       broker.bootstrap, topic, ends, False, args.range_size, options, "native"),
+                   "read_partition, native -> Arrow + IPC stream": lambda: fetch(
+                       broker.bootstrap, topic, ends, True, args.range_size, options, "native")}
         best: dict[str, tuple[float, float]] = {}
         loads = []
         for _ in range(args.rounds):

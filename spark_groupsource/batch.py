@@ -90,4 +90,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
             security=self.opts.security,
+            fetcher=self.opts.fetcher,
         )

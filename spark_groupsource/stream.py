@@ -115,6 +115,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             poll_timeout_ms=self.opts.poll_timeout_ms,
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
             security=self.opts.security,
+            fetcher=self.opts.fetcher,
         )
 
     def stop(self) -> None:

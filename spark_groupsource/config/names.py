@@ -49,6 +49,7 @@ OPTION_NAMES = [
     "commitOffsets",
     "maxRecordsPerArrowBatch",
     "maxBytesPerArrowBatch",
+    "fetcher",
     "kafkaConsumer.pollTimeoutMs",
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",

@@ -42,6 +42,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``maxBytesPerArrowBatch``              positive int, default 67108864 (64 MiB): value bytes
                                        per Arrow batch (a batch ends at whichever bound
                                        comes first; one record larger than this is a batch)
+``fetcher``                            ``auto`` (default) / ``native`` / ``python``: how
+                                       executors read (native: librdkafka straight into
+                                       Arrow buffers; python: confluent-kafka's Consumer)
 ``kafkaConsumer.pollTimeoutMs``        positive int, default 120000: how long an executor
                                        waits for records it knows exist before failing
 ``fetchOffset.numRetries``             int >= 0, default 3: driver offset-query retries
@@ -146,6 +149,8 @@ class CommonOptions:
     broker_outage_timeout_ms: int = DEFAULT_BROKER_OUTAGE_TIMEOUT_MS
     max_bytes_per_arrow_batch: int = DEFAULT_MAX_BYTES_PER_ARROW_BATCH
     group_join_timeout_ms: int = DEFAULT_GROUP_JOIN_TIMEOUT_MS
+    #: How executors read: ``auto`` (native where built), ``native``, ``python``.
+    fetcher: str = "auto"
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0

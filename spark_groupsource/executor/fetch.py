@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, chain
 from operator import methodcaller
@@ -42,7 +42,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from spark_groupsource.config.access import RefusalWatch, authorization_error
 from spark_groupsource.config.security import SecurityConfig
-from spark_groupsource.errors import BrokerError, DataLossError
+from spark_groupsource.errors import BrokerError, DataLossError, OptionError
+from spark_groupsource.executor import native
+from spark_groupsource.executor.native import NativeConsumer
 from spark_groupsource.executor.silence import ClusterSilence
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
@@ -133,6 +135,7 @@ def fetch_range(
     stats: FetchStats | None = None,
     security: SecurityConfig | None = None,
     max_bytes_per_batch: int | None = None,
+    fetcher: str = "auto",
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of one range as batches of at most ``max_records_per_batch`` rows."""
     yield from read_partition(
@@ -146,6 +149,7 @@ def fetch_range(
         outage_timeout_ms=outage_timeout_ms,
         stats=stats,
         security=security,
+        fetcher=fetcher,
     )
 
 
@@ -161,12 +165,14 @@ def read_partition(
     stats: FetchStats | None = None,
     security: SecurityConfig | None = None,
     max_bytes_per_batch: int | None = None,
+    fetcher: str = "auto",
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
     no broker answers for its partition before the task fails (sooner than ``poll_timeout_ms``).
     A batch ends at ``max_records_per_batch`` rows or once its values reach
     ``max_bytes_per_batch`` bytes (maxBytesPerArrowBatch), whichever comes first.
+    ``fetcher`` (the option): ``auto``, ``native`` or ``python`` (:func:`fetcher_kind`).
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -179,7 +185,8 @@ def read_partition(
     if not ranges:
         return
     stats = stats if stats is not None else FetchStats()
-    consumer = _POOL.acquire(config)
+    kind = fetcher_kind(config, fetcher, include_headers)
+    consumer = _POOL.acquire(config, kind)
     healthy = False
     try:
         for rng in ranges:
@@ -199,7 +206,36 @@ def read_partition(
             yield from reader.run()
         healthy = True
     finally:
-        _POOL.release(config, consumer, healthy)
+        _POOL.release(config, consumer, healthy, kind)
+
+
+#: A fetcher's kind: the pure-Python path, or the native one with or without headers.
+PYTHON, NATIVE, NATIVE_HEADERS = "python", "native", "native+headers"
+_said_path = False
+
+
+def fetcher_kind(config: dict[str, Any], fetcher: str, include_headers: bool) -> str:
+    """Which path reads (the ``fetcher`` option): ``native`` where the extension is built and
+    the configuration is plain values, else confluent-kafka's Consumer; ``native`` asked for
+    where it cannot run is an error, ``python`` always takes the pure-Python path."""
+    global _said_path
+    if fetcher == PYTHON:
+        return PYTHON
+    reason = native.unavailable_reason()
+    if reason is None and any(callable(v) for v in config.values()):
+        reason = "the Kafka client configuration holds callbacks only confluent-kafka runs"
+    if reason is not None:
+        if fetcher == NATIVE:
+            raise OptionError(
+                "fetcher",
+                f"native, but this executor cannot use the native fetch path: {reason}. "
+                "Install the package's wheel built for this platform (or `pip install` it where a C "
+                "compiler is at hand), or set it to auto to fall back to confluent-kafka's Consumer")
+        if not _said_path:
+            _said_path = True
+            log.info("reading with confluent-kafka's Consumer, not the native fetch path: %s", reason)
+        return PYTHON
+    return NATIVE_HEADERS if include_headers else NATIVE
 
 
 class ConsumerPool:
@@ -211,18 +247,18 @@ class ConsumerPool:
     def __init__(self, max_idle_per_config: int = 2, idle_timeout_s: float = 300.0):
         self.max_idle = max_idle_per_config
         self.idle_timeout_s = idle_timeout_s
-        self._idle: dict[tuple, list[tuple[float, Consumer]]] = {}
+        self._idle: dict[tuple, list[tuple[float, Consumer | NativeConsumer]]] = {}
         self._lock = threading.Lock()
         self.created = 0
         self.reused = 0
 
     @staticmethod
-    def _key(config: dict[str, Any]) -> tuple:
+    def _key(config: dict[str, Any], kind: str) -> tuple:
         # holds secret values: only ever compared, never logged
-        return tuple(sorted((str(k), repr(v)) for k, v in config.items()))
+        return (kind, *sorted((str(k), repr(v)) for k, v in config.items()))
 
-    def acquire(self, config: dict[str, Any]) -> Consumer:
-        key, now = self._key(config), time.monotonic()
+    def acquire(self, config: dict[str, Any], kind: str = PYTHON) -> Consumer | NativeConsumer:
+        key, now = self._key(config, kind), time.monotonic()
         with self._lock:
             idle = self._idle.get(key, [])
             fresh = [(since, c) for since, c in idle if now - since <= self.idle_timeout_s]
@@ -235,9 +271,14 @@ class ConsumerPool:
                 self.created += 1
         for consumer in stale:
             _close_quietly(consumer)
-        return found if found is not None else Consumer(config)
+        if found is not None:
+            return found
+        if kind == PYTHON:
+            return Consumer(config)
+        return NativeConsumer(config, include_headers=kind == NATIVE_HEADERS)
 
-    def release(self, config: dict[str, Any], consumer: Consumer, healthy: bool) -> None:
+    def release(self, config: dict[str, Any], consumer: Consumer | NativeConsumer, healthy: bool,
+                kind: str = PYTHON) -> None:
         if healthy:
             try:
                 consumer.unassign()
@@ -247,7 +288,7 @@ class ConsumerPool:
             _close_quietly(consumer)
             return
         with self._lock:
-            idle = self._idle.setdefault(self._key(config), [])
+            idle = self._idle.setdefault(self._key(config, kind), [])
             idle.append((time.monotonic(), consumer))
             extra = idle[: max(0, len(idle) - self.max_idle)]
             del idle[: len(extra)]
@@ -262,7 +303,7 @@ class ConsumerPool:
                 _close_quietly(consumer)
 
 
-def _close_quietly(consumer: Consumer) -> None:
+def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
     try:
         consumer.close()
     except Exception as exc:  # noqa: BLE001 - a fetcher that cannot close is dropped anyway
@@ -277,7 +318,7 @@ class _RangeReader:
 
     def __init__(
         self,
-        consumer: Consumer,
+        consumer: Consumer | NativeConsumer,
         rng: OffsetRange,
         *,
         include_headers: bool,
@@ -310,60 +351,27 @@ class _RangeReader:
         self.done = False
         self.resets = 0
         self.check_first_gap = True
+        self.native = isinstance(consumer, NativeConsumer)
+        # the pure-Python path's pending records (the native path keeps them in C)
+        self.pending: list[Any] = []
+        self.pending_sizes: list[int] = []  # value bytes of each pending record (with a byte bound)
+        self.pending_bytes = 0
+        self.record_bytes = 1  # the largest value of the last consume(): sizes the next one
 
     # -- main loop ------------------------------------------------------------------------------
     def run(self) -> Iterator[pa.RecordBatch]:
-        rng, consumer = self.rng, self.consumer
+        rng = self.rng
         self._assign(self.next)
-        pending: list[Any] = []
-        pending_sizes: list[int] = []  # value bytes of each pending record (with a byte bound)
-        pending_bytes = 0
-        max_bytes = self.max_bytes
-        record_bytes = 1  # the largest value of the last consume(): sizes the next one
+        step = self._step_native if self.native else self._step_python
         last_progress = time.monotonic()
         last_check = last_progress
         while not self.done and self.next < rng.until:
-            want = min(self.max_batch - len(pending), rng.until - self.next)
-            if max_bytes is not None:
-                # one consume() may return `want` records whatever their size: ask for no
-                # more than the byte budget holds at the last sizes seen (at least one)
-                want = max(1, min(want, (max_bytes - pending_bytes) // record_bytes))
-            msgs = consumer.consume(num_messages=want, timeout=_CONSUME_SLICE_S)
+            progressed = yield from step()
             now = time.monotonic()
-            if msgs:
-                if any(map(_msg_error, msgs)):  # in C: a generator here was 12% of a task's CPU
-                    errors = [m for m in msgs if m.error() is not None]
-                    msgs = [m for m in msgs if m.error() is None]
-                else:
-                    errors = ()
-                progressed = False
-                if msgs:
-                    accepted = self._accept(msgs)
-                    pending.extend(accepted)
-                    if max_bytes is not None and accepted:
-                        sizes = list(map(len, accepted))  # len(Message): its value's bytes
-                        pending_sizes.extend(sizes)
-                        pending_bytes += sum(sizes)
-                        record_bytes = max(1, max(sizes))
-                    progressed = bool(accepted) or self.done
-                for err in errors:
-                    if self.done:
-                        break
-                    progressed = self._on_error(err) or progressed
-                if progressed:
-                    last_progress = last_check = now
-                    _UNREACHABLE.pop((rng.topic, rng.partition), None)
-                    self._heard()
-                if max_bytes is not None and pending_bytes >= max_bytes:
-                    begin = 0
-                    for end in byte_cuts(pending_sizes, max_bytes):
-                        yield self._flush(pending[begin:end])
-                        begin = end
-                    del pending[:begin], pending_sizes[:begin]
-                    pending_bytes = sum(pending_sizes)
-                if len(pending) >= self.max_batch:
-                    yield self._flush(pending)
-                    pending, pending_sizes, pending_bytes = [], [], 0
+            if progressed:
+                last_progress = last_check = now
+                _UNREACHABLE.pop((rng.topic, rng.partition), None)
+                self._heard()
             if self.done or self.next >= rng.until:
                 break
             if now - last_progress >= self.poll_timeout_s:
@@ -371,15 +379,80 @@ class _RangeReader:
             elif now - last_check >= _STUCK_CHECK_S:
                 last_check = now
                 self._on_quiet(now - last_progress)
-        if pending:
-            yield self._flush(pending)
+        if self.native:
+            if self.consumer.pending()[0]:
+                yield self._take()
+        elif self.pending:
+            yield self._flush(self.pending)
         self.stats.records += self.records
         self.stats.gaps += max(0, rng.size - self.records - self.lost)
+
+    def _step_native(self) -> Generator[pa.RecordBatch, None, bool]:
+        """One poll of the native fetcher (records go into its pending batch in C); True if
+        the range moved forward."""
+        rng, before = self.rng, self.next
+        status, self.next, self.check_first_gap, done, detail = self.consumer.poll(
+            rng.topic, rng.partition, self.next, rng.until, self.check_first_gap,
+            self.max_batch, self.max_bytes, _CONSUME_SLICE_S)
+        progressed = self.next > before or done
+        self.done = self.done or done
+        if status == NativeConsumer.FULL:
+            yield self._take()
+        elif status == NativeConsumer.GAP:
+            self._check_start_gap(detail)  # the record is handled by the next poll
+        elif status == NativeConsumer.EVENT and not self.done:
+            progressed = self._on_error(detail) or progressed
+        return progressed
+
+    def _step_python(self) -> Generator[pa.RecordBatch, None, bool]:
+        """One ``consume()`` of confluent-kafka's Consumer; True if the range moved forward."""
+        rng, max_bytes = self.rng, self.max_bytes
+        want = min(self.max_batch - len(self.pending), rng.until - self.next)
+        if max_bytes is not None:
+            # one consume() may return `want` records whatever their size: ask for no
+            # more than the byte budget holds at the last sizes seen (at least one)
+            want = max(1, min(want, (max_bytes - self.pending_bytes) // self.record_bytes))
+        msgs = self.consumer.consume(num_messages=want, timeout=_CONSUME_SLICE_S)
+        if not msgs:
+            return False
+        if any(map(_msg_error, msgs)):  # in C: a generator here was 12% of a task's CPU
+            errors = [m for m in msgs if m.error() is not None]
+            msgs = [m for m in msgs if m.error() is None]
+        else:
+            errors = ()
+        progressed = False
+        if msgs:
+            accepted = self._accept(msgs)
+            self.pending.extend(accepted)
+            if max_bytes is not None and accepted:
+                sizes = list(map(len, accepted))  # len(Message): its value's bytes
+                self.pending_sizes.extend(sizes)
+                self.pending_bytes += sum(sizes)
+                self.record_bytes = max(1, max(sizes))
+            progressed = bool(accepted) or self.done
+        for err in errors:
+            if self.done:
+                break
+            progressed = self._on_error(err) or progressed
+        if max_bytes is not None and self.pending_bytes >= max_bytes:
+            begin = 0
+            for end in byte_cuts(self.pending_sizes, max_bytes):
+                yield self._flush(self.pending[begin:end])
+                begin = end
+            del self.pending[:begin], self.pending_sizes[:begin]
+            self.pending_bytes = sum(self.pending_sizes)
+        if len(self.pending) >= self.max_batch:
+            yield self._flush(self.pending)
+            self.pending, self.pending_sizes, self.pending_bytes = [], [], 0
+        return progressed
 
     def _assign(self, offset: int) -> None:
         self.next = offset
         self.check_first_gap = True
-        self.consumer.assign([TopicPartition(self.rng.topic, self.rng.partition, offset)])
+        if self.native:
+            self.consumer.assign(self.rng.topic, self.rng.partition, offset)
+        else:
+            self.consumer.assign([TopicPartition(self.rng.topic, self.rng.partition, offset)])
 
     def _accept(self, msgs: list[Any]) -> list[Any]:
         """Keep the records below ``until``; advance ``next``; check a gap after (re)positioning."""
@@ -412,6 +485,13 @@ class _RangeReader:
     def _flush(self, msgs: list[Any]) -> pa.RecordBatch:
         self.stats.batches += 1
         return to_record_batch(msgs, self.rng.topic, self.rng.partition, self.schema)
+
+    def _take(self) -> pa.RecordBatch:
+        """The native fetcher's pending batch (records are counted here on that path)."""
+        self.stats.batches += 1
+        batch = self.consumer.take(self.rng.topic, self.rng.partition, self.schema)
+        self.records += batch.num_rows
+        return batch
 
     # -- end of partition, errors, silence ------------------------------------------------------
     def _on_error(self, msg: Any) -> bool:
@@ -582,12 +662,12 @@ class _RangeReader:
             self.silence.answered()
 
     def _watermarks(self, timeout_s: float = _WATERMARK_TIMEOUT_S) -> tuple[int, int] | None:
+        timeout_s = min(timeout_s, self.poll_timeout_s)
         try:
+            if self.native:
+                return self.consumer.watermarks(self.rng.topic, self.rng.partition, timeout_s)
             return self.consumer.get_watermark_offsets(
-                TopicPartition(self.rng.topic, self.rng.partition),
-                timeout=min(timeout_s, self.poll_timeout_s),
-                cached=False,
-            )
+                TopicPartition(self.rng.topic, self.rng.partition), timeout=timeout_s, cached=False)
         except KafkaException as exc:
             log.debug("watermark query for %s failed: %s", self.rng, exc)
             return None

@@ -13,6 +13,9 @@ Conditions are created for real on the broker, never faked:
 read_committed filtering of aborted records is checked on Kafka, which sends the aborted
 transaction list in Fetch responses; the mock does not (it returns aborted records even with
 read_committed), so there the test only proves that markers and aborted batches do not hang.
+
+Every case runs on both fetch paths (the ``fetcher`` option): ``native`` (librdkafka straight
+into Arrow buffers) and ``python`` (confluent-kafka's Consumer); they must agree to the record.
 """
 
 from __future__ import annotations
@@ -38,10 +41,18 @@ from spark_groupsource.schema import arrow_schema
 DEADLINE_S = 60.0
 
 
-@pytest.fixture(autouse=True)
-def _empty_pool():
-    """Pooled fetchers outlive a test; close them before its broker goes away."""
-    yield
+#: the path the running case reads with (set by the ``fetcher`` fixture)
+PATH = "auto"
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def fetcher(request: pytest.FixtureRequest):
+    """Each case on both fetch paths. Pooled fetchers outlive a test; close them before its
+    broker goes away."""
+    global PATH
+    PATH = request.param
+    yield request.param
+    PATH = "auto"
     _POOL.clear()
 
 
@@ -70,6 +81,7 @@ def fetch(cfg: dict[str, Any], rng: OffsetRange, *, headers: bool = False, fail:
                 max_records_per_batch=batch,
                 poll_timeout_ms=poll_timeout_ms,
                 stats=stats,
+                fetcher=PATH,
             )
         )
     )
@@ -159,7 +171,8 @@ def test_batches_bounded_in_bytes_whatever_the_record_size(broker: Any, new_topi
     bound = 100_000
     batches = bounded(lambda: list(fetch_range(
         config(broker), OffsetRange(topic, 0, 0, len(sizes)), include_headers=False, fail_on_data_loss=True,
-        max_records_per_batch=10_000, max_bytes_per_batch=bound, poll_timeout_ms=20_000)))
+        max_records_per_batch=10_000, max_bytes_per_batch=bound, poll_timeout_ms=20_000,
+        fetcher=PATH)))
 
     got = rows(batches)
     assert [r["offset"] for r in got] == list(range(len(sizes)))
@@ -202,7 +215,8 @@ def test_read_partition_reads_several_ranges_with_one_consumer(broker: Any, new_
     batches = bounded(
         lambda: list(
             read_partition(config(broker), ranges, include_headers=False, fail_on_data_loss=True,
-                           max_records_per_batch=3, poll_timeout_ms=20_000, stats=stats)
+                           max_records_per_batch=3, poll_timeout_ms=20_000, stats=stats,
+                           fetcher=PATH)
         )
     )
     got = [(r["partition"], r["offset"]) for r in rows(batches)]

@@ -1,0 +1,197 @@
+"""The native fetch path: librdkafka straight into Arrow buffers (``_rdkafka_arrow.c``).
+
+:class:`NativeConsumer` offers the few calls of confluent-kafka's ``Consumer`` that the range
+reader makes (assign, unassign, watermarks, close) plus :meth:`NativeConsumer.poll`, which
+reads records into the pending batch in C; :meth:`NativeConsumer.take` turns that batch into
+a ``pyarrow.RecordBatch`` without a Python object per record. Errors come back as
+:class:`Event` objects shaped like confluent-kafka's error messages, so both paths share one
+policy for partition ends, data loss, refusals and outages (:mod:`.fetch`).
+
+:func:`available` says whether the extension was built and librdkafka loads; the pure-Python
+path (confluent-kafka's ``Consumer``) remains for where it is not, and where a configuration
+holds what only confluent-kafka understands (callables).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException
+
+log = logging.getLogger("spark_groupsource.fetch")
+
+__all__ = ["Event", "NativeConsumer", "available", "unavailable_reason"]
+
+try:
+    from spark_groupsource.executor import _rdkafka_arrow as _ext
+except ImportError as exc:  # not built (a source checkout without `make setup`, a zip on --py-files)
+    _ext = None
+    _IMPORT_ERROR: str | None = f"the extension is not built ({exc})"
+else:
+    _IMPORT_ERROR = None
+
+_loaded: int | None = None
+_load_error: str | None = None
+
+_TS_TYPE = pa.timestamp("us", tz="UTC")
+
+
+def _librdkafka_path() -> str | None:
+    """The librdkafka confluent-kafka itself loads: its wheel's copy, else the system's."""
+    import confluent_kafka  # noqa: PLC0415 - only to find its directory
+
+    site = os.path.dirname(os.path.dirname(confluent_kafka.__file__))
+    found = sorted(glob.glob(os.path.join(site, "confluent_kafka.libs", "librdkafka*.so*")))
+    if found:
+        return found[0]
+    import ctypes.util  # noqa: PLC0415
+
+    return ctypes.util.find_library("rdkafka")
+
+
+def unavailable_reason() -> str | None:
+    """None when the native path can be used here, else why not (for the log and errors)."""
+    global _loaded, _load_error
+    if _ext is None:
+        return _IMPORT_ERROR
+    if _loaded is None and _load_error is None:
+        path = _librdkafka_path()
+        if path is None:
+            _load_error = "no librdkafka found beside confluent-kafka or on the system"
+        else:
+            try:
+                _loaded = _ext.load(path)
+            except ImportError as exc:
+                _load_error = str(exc)
+    return _load_error
+
+
+def available() -> bool:
+    return unavailable_reason() is None
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _raise(err: tuple[int, str, str]) -> None:
+    code, _name, text = err
+    raise KafkaException(KafkaError(code, text))
+
+
+@dataclass(frozen=True)
+class Event:
+    """An error message of the poll, shaped as confluent-kafka's ``Message`` for the range
+    reader's ``_on_error``: ``error()``, ``topic()``, ``partition()``, ``offset()``."""
+
+    err: KafkaError
+    topic_: str | None
+    partition_: int
+    offset_: int
+
+    def error(self) -> KafkaError:
+        return self.err
+
+    def topic(self) -> str | None:
+        return self.topic_
+
+    def partition(self) -> int:
+        return self.partition_
+
+    def offset(self) -> int:
+        return self.offset_
+
+
+class NativeConsumer:
+    """A fetcher on the native path. Not thread-safe: one task uses it at a time (the pool)."""
+
+    DRAINED = 0
+    FULL = 1
+    GAP = 2
+    EVENT = 3
+
+    def __init__(self, config: dict[str, Any], include_headers: bool):
+        reason = unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(f"the native fetch path is unavailable: {reason}")
+        self.include_headers = include_headers
+        self._f = _ext.Fetcher({str(k): _conf_value(v) for k, v in config.items()}, include_headers)
+
+    # -- what the range reader calls on either path ----------------------------------------------
+    def assign(self, topic: str, partition: int, offset: int) -> None:
+        err = self._f.assign(topic, partition, offset)
+        if err is not None:
+            _raise(err)
+
+    def unassign(self) -> None:
+        err = self._f.unassign()
+        if err is not None:
+            _raise(err)
+
+    def watermarks(self, topic: str, partition: int, timeout_s: float) -> tuple[int, int]:
+        """(low, high); raises ``KafkaException`` as confluent-kafka's query would."""
+        answer = self._f.watermarks(topic, partition, max(1, int(timeout_s * 1000)))
+        if len(answer) == 1:
+            _raise(answer[0])
+        return answer
+
+    def close(self) -> None:
+        self._f.close()
+
+    # -- reading ----------------------------------------------------------------------------------
+    def poll(self, topic: str, partition: int, next_offset: int, until: int, check_gap: bool,
+             max_rows: int, max_bytes: int | None, timeout_s: float) -> tuple[int, int, bool, bool, Any]:
+        """One step (see ``Fetcher_poll`` in the C file): ``(status, next, check_gap, done,
+        detail)``; ``detail`` is the gap's first offset for GAP, an :class:`Event` for EVENT."""
+        status, nxt, gap, done, detail = self._f.poll(
+            topic, partition, next_offset, until, check_gap, max_rows, max_bytes or 0,
+            int(timeout_s * 1000))
+        if status == self.EVENT:
+            code, _name, text, etopic, epartition, eoffset, fatal = detail
+            detail = Event(KafkaError(code, text, fatal=bool(fatal)), etopic, epartition, eoffset)
+        return status, nxt, bool(gap), bool(done), detail
+
+    def pending(self) -> tuple[int, int]:
+        """(rows, value bytes) of the batch being built."""
+        return self._f.pending()
+
+    def take(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+        """The pending rows as one batch of ``schema``; the next batch starts empty."""
+        rows, key, value, offsets, stamps, types, headers = self._f.take()
+        columns = [
+            _binary(pa.binary(), rows, key),
+            _binary(pa.binary(), rows, value),
+            pa.repeat(pa.scalar(topic, pa.string()), rows),
+            pa.repeat(pa.scalar(partition, pa.int32()), rows),
+            pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(offsets)], null_count=0),
+            pa.Array.from_buffers(_TS_TYPE, rows, [None, pa.py_buffer(stamps)], null_count=0),
+            pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(types)], null_count=0),
+        ]
+        if len(schema) > 7:
+            list_type = schema.field("headers").type
+            valid, nulls, list_offsets, count, hkey, hvalue = headers
+            entries = pa.StructArray.from_arrays(
+                [_binary(pa.string(), count, hkey), _binary(pa.binary(), count, hvalue)],
+                fields=list(list_type.value_type),
+            )
+            columns.append(pa.Array.from_buffers(
+                list_type, rows, [_bitmap(valid), pa.py_buffer(list_offsets)], null_count=nulls,
+                children=[entries]))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _bitmap(valid: bytes | None) -> pa.Buffer | None:
+    return None if valid is None else pa.py_buffer(valid)
+
+
+def _binary(kind: pa.DataType, rows: int, parts: tuple) -> pa.Array:
+    valid, nulls, offsets, data = parts
+    return pa.Array.from_buffers(
+        kind, rows, [_bitmap(valid), pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
