@@ -7,7 +7,10 @@ driver plans offsets in memory the way groupkafka does (``maxOffsetsPerTrigger``
 one input partition per topic partition, ``Trigger.AvailableNow``). What its query costs is
 Spark's share of any Python streaming source: the per-query runner process Spark starts
 (``python_streaming_source_runner``), the Python workers, the Arrow hand-off to the JVM and the
-JVM's conversion into rows. groupkafka cannot be faster than this, nor use less CPU.
+JVM's conversion into rows. groupkafka cannot be faster than this, nor use less CPU. Like
+groupkafka (workerGcFreeze), it freezes a worker's long-lived objects out of the full garbage
+collection Spark's reused workers run after every task (spark_groupsource/executor/heap.py): a
+remedy open to any Python source, so the floor has it too.
 
 Offsets are one position per partition (``{"o": [...]}``), rows dealt round-robin, so that at
 1,000 partitions the offsets Spark logs and hands to the runner are as large as a Kafka
@@ -28,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from spark_groupsource.executor.heap import freeze_once
 from spark_groupsource.schema import arrow_schema, spark_schema
 
 _BLOCK = 10_000
@@ -101,6 +105,7 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for i, (lo, hi) in enumerate(zip(start["o"], end["o"], strict=True)) if hi > lo]
 
     def read(self, partition: _Range):
+        freeze_once()  # as groupkafka does (workerGcFreeze): any Python source can
         template = _template(partition.value_size)
         left = partition.rows
         while left > 0:

@@ -28,9 +28,10 @@ query's start), from Spark's progress, and what the producer wrote.
                                  [--max-offsets-per-trigger 250000] [--sustained-s 60]
                                  [--readers spark,groupkafka,floor] [--backend kafka]
 
-``--readers`` may add ``groupkafka-before``: groupkafka with librdkafka's own
-fetch.queue.backoff.ms (1,000 ms), the fetchers' setting before issue 27, to show what it
-changes side by side.
+``--readers`` may add ``groupkafka-python``: groupkafka on the pure-Python fetch path
+(``fetcher=python``, confluent-kafka's Consumer), and ``groupkafka-before``: that path with
+librdkafka's own fetch.queue.backoff.ms (1,000 ms), the fetchers before issue 27; to show, side
+by side in one run, what the native path and the fetchers' settings change.
 
 ``--n`` is N at 100 B values; larger values get fewer records (the same bytes, at least 20,000).
 """
@@ -61,11 +62,14 @@ from throughput import Run  # noqa: E402
 
 from spark_groupsource.devbroker import DevBroker  # noqa: E402
 
-#: groupkafka with the fetchers' librdkafka settings before issue 27 (librdkafka's defaults): to
-#: show, side by side in one run, what the fetchers' settings change
-BEFORE = "groupkafka, rdkafka dflt"
-BEFORE_OPTIONS = {"kafka.fetch.queue.backoff.ms": "1000"}
-READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-before": BEFORE}
+#: groupkafka on the pure-Python fetch path, and that path with the fetchers' librdkafka settings
+#: before issue 27 (librdkafka's defaults)
+PYTHON_PATH = "groupkafka, python path"
+BEFORE = "groupkafka, py+rdkafka dflt"
+VARIANT_OPTIONS = {PYTHON_PATH: {"fetcher": "python"},
+                   BEFORE: {"fetcher": "python", "kafka.fetch.queue.backoff.ms": "1000"}}
+READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-python": PYTHON_PATH,
+                "groupkafka-before": BEFORE}
 
 
 @dataclass(frozen=True)
@@ -158,11 +162,10 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
              .option("startingOffsets", "earliest"))
     r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
-    if reader in (OURS, BEFORE):
+    if reader in (OURS, *VARIANT_OPTIONS):
         r = (r.option("kafka.group.id", f"bench-{time.time_ns()}")
              .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms)))
-    if reader == BEFORE:
-        r = r.options(**BEFORE_OPTIONS)
+    r = r.options(**VARIANT_OPTIONS.get(reader, {}))
     df = r.load()
     load = load_average()
     with tempfile.TemporaryDirectory() as ck, Meter([broker.pid] if broker.pid else []) as m:
@@ -278,7 +281,7 @@ def main(argv=None) -> int:
     if chosen is None:
         return 0
     available, jars = chosen
-    readers = [r for r in wanted if r in available or r in (FLOOR, BEFORE)]
+    readers = [r for r in wanted if r in available or r in (FLOOR, *VARIANT_OPTIONS)]
     # Spark's Python processes connect back within 15 s by default: on a machine loaded by others
     # the streaming runner missed it and the query failed
     spark = spark_session(args.cores, jars if SPARK in readers else (),

@@ -91,4 +91,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
             security=self.opts.security,
             fetcher=self.opts.fetcher,
+            gc_freeze=self.opts.worker_gc_freeze,
         )

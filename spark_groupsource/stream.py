@@ -116,6 +116,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             outage_timeout_ms=self.opts.broker_outage_timeout_ms,
             security=self.opts.security,
             fetcher=self.opts.fetcher,
+            gc_freeze=self.opts.worker_gc_freeze,
         )
 
     def stop(self) -> None:

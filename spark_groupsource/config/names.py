@@ -50,6 +50,7 @@ OPTION_NAMES = [
     "maxRecordsPerArrowBatch",
     "maxBytesPerArrowBatch",
     "fetcher",
+    "workerGcFreeze",
     "kafkaConsumer.pollTimeoutMs",
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",

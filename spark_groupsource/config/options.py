@@ -45,6 +45,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``fetcher``                            ``auto`` (default) / ``native`` / ``python``: how
                                        executors read (native: librdkafka straight into
                                        Arrow buffers; python: confluent-kafka's Consumer)
+``workerGcFreeze``                     ``true`` (default) / ``false``: freeze a Python
+                                       worker's long-lived objects out of the full garbage
+                                       collection Spark runs after every task
 ``kafkaConsumer.pollTimeoutMs``        positive int, default 120000: how long an executor
                                        waits for records it knows exist before failing
 ``fetchOffset.numRetries``             int >= 0, default 3: driver offset-query retries
@@ -151,6 +154,8 @@ class CommonOptions:
     group_join_timeout_ms: int = DEFAULT_GROUP_JOIN_TIMEOUT_MS
     #: How executors read: ``auto`` (native where built), ``native``, ``python``.
     fetcher: str = "auto"
+    #: Freeze a Python worker's long-lived objects out of Spark's per-task gc.collect().
+    worker_gc_freeze: bool = True
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0

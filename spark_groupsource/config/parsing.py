@@ -216,6 +216,7 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
             raw, "maxbytesperarrowbatch", DEFAULT_MAX_BYTES_PER_ARROW_BATCH, minimum=1
         ),
         fetcher=_choice(raw, "fetcher", ("auto", "native", "python"), "auto"),
+        worker_gc_freeze=_bool(raw, "workergcfreeze", True),
         poll_timeout_ms=_int(raw, "kafkaconsumer.polltimeoutms", DEFAULT_POLL_TIMEOUT_MS, minimum=1),
         fetch_offset_num_retries=_int(
             raw, "fetchoffset.numretries", DEFAULT_FETCH_OFFSET_NUM_RETRIES, minimum=0

@@ -44,6 +44,7 @@ from spark_groupsource.config.access import RefusalWatch, authorization_error
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
+from spark_groupsource.executor.heap import freeze_once
 from spark_groupsource.executor.native import NativeConsumer
 from spark_groupsource.executor.silence import ClusterSilence
 from spark_groupsource.ranges import OffsetRange
@@ -166,6 +167,7 @@ def read_partition(
     security: SecurityConfig | None = None,
     max_bytes_per_batch: int | None = None,
     fetcher: str = "auto",
+    gc_freeze: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
@@ -173,6 +175,7 @@ def read_partition(
     A batch ends at ``max_records_per_batch`` rows or once its values reach
     ``max_bytes_per_batch`` bytes (maxBytesPerArrowBatch), whichever comes first.
     ``fetcher`` (the option): ``auto``, ``native`` or ``python`` (:func:`fetcher_kind`).
+    ``gc_freeze`` (workerGcFreeze): :func:`spark_groupsource.executor.heap.freeze_once`.
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -185,6 +188,8 @@ def read_partition(
     if not ranges:
         return
     stats = stats if stats is not None else FetchStats()
+    if gc_freeze:
+        freeze_once()
     kind = fetcher_kind(config, fetcher, include_headers)
     consumer = _POOL.acquire(config, kind)
     healthy = False

@@ -135,18 +135,23 @@ def test_starting_offsets_by_timestamp(spark, broker, new_topic, unique_name, tm
     assert_exactly(spark, name, [r for r in records if r.timestamp >= starts[str(r.partition)]])
 
 
-def test_include_headers(spark, broker, new_topic, unique_name, tmp_path):
-    topic, group, name = new_topic(1), unique_name("g"), table_name(unique_name)
-    records = produce(broker.bootstrap, topic, 5, 1, headers=True)
-    q = (stream(spark, broker, topic, group, startingOffsets="earliest", includeHeaders="true")
-         .select("offset", "headers").writeStream.format("memory").queryName(name)
+@pytest.mark.parametrize("fetcher", ["native", "python"])
+def test_include_headers(spark, broker, new_topic, unique_name, tmp_path, fetcher):
+    """Every column, headers included, as produced: on both fetch paths (the ``fetcher`` option)."""
+    topic, group, name = new_topic(2), unique_name("g"), table_name(unique_name)
+    records = produce(broker.bootstrap, topic, 8, 2, headers=True)
+    q = (stream(spark, broker, topic, group, startingOffsets="earliest", includeHeaders="true", fetcher=fetcher)
+         .writeStream.format("memory").queryName(name)
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     try:
         assert q.awaitTermination(QUERY_TIMEOUT_S) and q.exception() is None
     finally:
         stop(q)
-    got = {r.offset: [(h.key, bytes(h.value)) for h in r.headers] for r in spark.table(name).collect()}
-    assert got == {r.offset: list(r.headers) for r in records}
+    got = {(r.partition, r.offset): (r.topic, r.key, r.value, round(r.timestamp.timestamp() * 1000), r.timestampType,
+                                     [(h.key, bytes(h.value)) for h in r.headers])
+           for r in spark.table(name).collect()}
+    assert got == {(r.partition, r.offset): (topic, r.key, r.value, r.timestamp, 0, list(r.headers))
+                   for r in records}
 
 
 def test_data_loss_fails_or_skips(spark, broker, unique_name, tmp_path):
@@ -186,6 +191,7 @@ def test_data_loss_fails_or_skips(spark, broker, unique_name, tmp_path):
         ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
         ({"endingOffsets": "latest"}, "endingOffsets"),
         ({"includeHeaders": "maybe"}, "includeHeaders"),
+        ({"fetcher": "fast"}, "fetcher"),
         ({"kafka.group.protocol": "streams"}, "kafka.group.protocol"),
         ({"kafka.auto.offset.reset": "smallest"}, "kafka.auto.offset.reset"),
     ],

@@ -369,6 +369,20 @@ def test_isolation_level() -> None:
     assert e.option == "kafka.isolation.level" and "read_uncommitted, read_committed" in str(e)
 
 
+def test_fetcher_choice() -> None:
+    assert stream().fetcher == "auto"
+    assert stream(fetcher="python").fetcher == "python"
+    assert stream(fetcher="native").fetcher == "native"
+    e = error(fetcher="fast")
+    assert e.option == "fetcher" and "auto, native, python" in str(e)
+
+
+def test_worker_gc_freeze() -> None:
+    assert stream().worker_gc_freeze is True
+    assert stream(workerGcFreeze="false").worker_gc_freeze is False
+    assert error(workerGcFreeze="sometimes").option == "workerGcFreeze"
+
+
 def test_option_keys_are_case_insensitive() -> None:
     o = parse_stream_options({**BASE, "INCLUDEHEADERS": "true", "maxOffsetsPerTrigger": "5"})
     assert o.include_headers and o.max_offsets_per_trigger == 5
