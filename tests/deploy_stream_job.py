@@ -21,10 +21,11 @@ def where(_: object = None) -> dict[str, object]:
 
     import pyspark_groupkafka
     import spark_groupsource
+    from spark_groupsource.executor import native
 
     return {"python": sys.executable, "pid": os.getpid(), "package": spark_groupsource.__file__,
             "shim": pyspark_groupkafka.__file__, "version": list(sys.version_info[:3]),
-            "jvm": _jvm_main_class(os.getpid())}
+            "jvm": _jvm_main_class(os.getpid()), "native": native.unavailable_reason() or "available"}
 
 
 def _jvm_main_class(pid: int) -> str:

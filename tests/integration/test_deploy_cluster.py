@@ -120,6 +120,8 @@ def assert_in_venv(probe: dict, venv) -> None:
     for place in [probe["driver"], *probe["executors"]]:
         assert place["package"].startswith(root), f"spark_groupsource from {place['package']}, not {root}"
         assert place["shim"].startswith(root), place
+        # the wheel carries the native fetch path's extension, built for this platform
+        assert place["native"] == "available", place
         assert place["python"].startswith(root), place
     assert probe["driver"]["jvm"] == "org.apache.spark.deploy.SparkSubmit", probe  # client mode
     assert {p["jvm"] for p in probe["executors"]} == {"org.apache.spark.executor.CoarseGrainedExecutorBackend"}, probe
