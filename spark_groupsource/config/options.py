@@ -39,7 +39,7 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``commitOffsets``                      ``true`` (default) / ``false``: commit each completed
                                        micro-batch to the group
 ``maxRecordsPerArrowBatch``            positive int, default 10000: rows per Arrow batch
-``maxBytesPerArrowBatch``              positive int, default 67108864 (64 MiB): value bytes
+``maxBytesPerArrowBatch``              positive int, default 4194304 (4 MiB): value bytes
                                        per Arrow batch (a batch ends at whichever bound
                                        comes first; one record larger than this is a batch)
 ``fetcher``                            ``auto`` (default) / ``native`` / ``python``: how
@@ -112,7 +112,9 @@ from spark_groupsource.config.specs import LatestOffsets, OffsetsSpec, Subscript
 
 DEFAULT_ASSIGNOR = "range"
 DEFAULT_MAX_RECORDS_PER_ARROW_BATCH = 10_000
-DEFAULT_MAX_BYTES_PER_ARROW_BATCH = 64 * 1024 * 1024
+#: 4 MiB: at 10 KB values a 64 MiB batch cost a task twice the CPU of a 4 MiB one (fresh
+#: pages for every buffer of that size); 1 and 16 MiB were no better (docs/benchmarks.md)
+DEFAULT_MAX_BYTES_PER_ARROW_BATCH = 4 * 1024 * 1024
 DEFAULT_POLL_TIMEOUT_MS = 120_000
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000

@@ -73,7 +73,7 @@ def test_stream_defaults() -> None:
     assert o.max_offsets_per_trigger is None
     assert o.min_partitions is None and o.max_records_per_partition is None
     assert o.max_records_per_arrow_batch == 10_000
-    assert o.max_bytes_per_arrow_batch == 64 * 1024 * 1024
+    assert o.max_bytes_per_arrow_batch == 4 * 1024 * 1024
     assert o.poll_timeout_ms == 120_000
     assert (o.fetch_offset_num_retries, o.fetch_offset_retry_interval_ms) == (3, 1000)
     assert o.group_instance_id is None and o.client_rack is None
