@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_groupsource import config as opt
 from spark_groupsource.planning.admission import default_read_limit, limits_for
 from spark_groupsource.planning.offsets import StreamOffset
-from spark_groupsource.planning.stream_driver import EMPTY, StreamDriver
 from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
+
+if TYPE_CHECKING:  # the driver's machinery (group member, kafka-python) stays off executors
+    from spark_groupsource.planning.stream_driver import StreamDriver
+
+_EMPTY_JSON = StreamOffset({}).to_json()
 
 try:  # Spark >= 4.2: admission control for Python streaming readers (limits: planning/admission.py)
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
@@ -41,6 +46,9 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _driver(self) -> StreamDriver:
         if self._driver_state is None:
+            # imported here: executors unpickle this reader too, and need none of it
+            from spark_groupsource.planning.stream_driver import StreamDriver
+
             self._driver_state = StreamDriver(self.opts)
         return self._driver_state
 
@@ -53,7 +61,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if self._initial is None:
             d = self._driver()
             d.fresh_query = True
-            self._initial = EMPTY.to_json()
+            self._initial = _EMPTY_JSON
         return self._initial
 
     def latestOffset(self, start=None, limit=None) -> str:
@@ -64,7 +72,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             end = d.plan_available_now(start_json, limits.max_rows)
         else:
             end = d.plan_stream(start_json, limits.max_rows, limits.min_rows)
-        return end if end is not None else (start_json or EMPTY.to_json())
+        return end if end is not None else (start_json or _EMPTY_JSON)
 
     def reportLatestOffset(self):
         d = self._driver_state
