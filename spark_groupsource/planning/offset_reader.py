@@ -48,6 +48,15 @@ class _Sent:
     futures: dict | None = None
     error: KafkaException | None = None
 
+@dataclass
+class WatermarksAsked:
+    """Both ListOffsets of a watermark query, sent ahead (:meth:`OffsetReader.send_watermarks`)."""
+
+    partitions: list[TopicPartition]
+    earliest: _Sent
+    latest: _Sent
+
+
 T = TypeVar("T")
 
 @dataclass(frozen=True)
@@ -295,23 +304,39 @@ class OffsetReader:
                 found[tp] = offset
         return found, missing
 
-    def _ask_watermarks(self, partitions: list[TopicPartition]) -> tuple[dict, dict]:
-        # both questions go out before either answer is awaited: one round trip per trigger
-        # instead of two (a partition counts only when both were answered)
-        earliest = self._send_list_offsets(partitions, OffsetSpec.earliest())
-        latest = self._send_list_offsets(partitions, OffsetSpec.latest())
-        lows, lows_missing = self._collect_offsets(earliest, OffsetSpec.earliest())
-        highs, highs_missing = self._collect_offsets(latest, OffsetSpec.latest())
-        found = {tp: (lows[tp], highs[tp]) for tp in partitions if tp in lows and tp in highs}
+    def send_watermarks(self, partitions: Iterable[TopicPartition]) -> WatermarksAsked:
+        """Send a watermark query without waiting: :meth:`try_watermarks` with ``asked`` takes
+        its answer (both questions go out before either answer is awaited: one round trip)."""
+        parts = sorted(set(partitions))
+        return WatermarksAsked(parts, self._send_list_offsets(parts, OffsetSpec.earliest()),
+                               self._send_list_offsets(parts, OffsetSpec.latest()))
+
+    def _collect_watermarks(self, asked: WatermarksAsked) -> tuple[dict, dict]:
+        # a partition counts only when both questions were answered
+        lows, lows_missing = self._collect_offsets(asked.earliest, OffsetSpec.earliest())
+        highs, highs_missing = self._collect_offsets(asked.latest, OffsetSpec.latest())
+        found = {tp: (lows[tp], highs[tp]) for tp in asked.partitions if tp in lows and tp in highs}
         return found, {**highs_missing, **lows_missing}
 
-    def try_watermarks(self, partitions: Iterable[TopicPartition], retries: int | None = None) -> Partial:
+    def _ask_watermarks(self, partitions: list[TopicPartition]) -> tuple[dict, dict]:
+        return self._collect_watermarks(self.send_watermarks(partitions))
+
+    def try_watermarks(self, partitions: Iterable[TopicPartition], retries: int | None = None,
+                       asked: WatermarksAsked | None = None) -> Partial:
         """(log start, end) of the partitions that answered; the end respects the isolation
-        level. Partitions whose leader did not answer within the policy are in ``missing``."""
+        level. Partitions whose leader did not answer within the policy are in ``missing``.
+        ``asked``: a query sent earlier for exactly these partitions answers the first attempt."""
         parts = sorted(set(partitions))
         if not parts:
             return Partial({}, {}, 0)
-        return self._with_retries(parts, self._ask_watermarks, retries)
+        ask = self._ask_watermarks
+        if asked is not None and asked.partitions == parts:
+            ahead = [asked]
+
+            def ask(todo: list[TopicPartition]) -> tuple[dict, dict]:
+                return self._collect_watermarks(ahead.pop()) if ahead else self._ask_watermarks(todo)
+
+        return self._with_retries(parts, ask, retries)
 
     def watermarks(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """(log start, end) per partition; :class:`BrokerError` when some stay unanswered."""
