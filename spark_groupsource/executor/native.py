@@ -23,6 +23,8 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException
 
+from spark_groupsource.config.secrets import REDACTED, is_secret
+
 log = logging.getLogger("spark_groupsource.fetch")
 
 __all__ = ["Event", "NativeConsumer", "available", "unavailable_reason"]
@@ -122,7 +124,16 @@ class NativeConsumer:
         if reason is not None:
             raise RuntimeError(f"the native fetch path is unavailable: {reason}")
         self.include_headers = include_headers
-        self._f = _ext.Fetcher({str(k): _conf_value(v) for k, v in config.items()}, include_headers)
+        conf = {str(k): _conf_value(v) for k, v in config.items()}
+        try:
+            self._f = _ext.Fetcher(conf, include_headers)
+        except ValueError as exc:
+            # librdkafka quotes a refused value in its message: never a secret's
+            text = str(exc)
+            for key, value in conf.items():
+                if is_secret(key) and value:
+                    text = text.replace(value, REDACTED)
+            raise ValueError(text) from None
 
     # -- what the range reader calls on either path ----------------------------------------------
     def assign(self, topic: str, partition: int, offset: int) -> None:

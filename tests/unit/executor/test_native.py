@@ -60,6 +60,16 @@ def test_a_property_librdkafka_refuses_is_named_without_its_value() -> None:
     assert "no.such.property" in str(info.value) and secret not in str(info.value)
 
 
+def test_a_refused_value_of_a_secret_property_is_not_quoted() -> None:
+    # librdkafka quotes the value it refuses ('Invalid value "..." for configuration property')
+    secret = "not-a-protocol-but-a-secret"
+    with pytest.raises(ValueError) as info:
+        NativeConsumer({**CONFIG, "sasl.password": secret, "security.protocol": secret}, include_headers=False)
+    assert "security.protocol" in str(info.value) and secret not in str(info.value)
+    with pytest.raises(ValueError, match='"abc"'):  # not a secret: librdkafka's words stay whole
+        NativeConsumer({**CONFIG, "security.protocol": "abc"}, include_headers=False)
+
+
 def test_booleans_and_numbers_reach_librdkafka_as_its_strings() -> None:
     c = NativeConsumer({**CONFIG, "enable.auto.commit": False, "fetch.wait.max.ms": 10}, include_headers=False)
     c.close()
