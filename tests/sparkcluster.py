@@ -32,7 +32,8 @@ SPARK_BIN = Path(sys.executable).parent
 SPARK_HOME = str(Path(importlib.util.find_spec("pyspark").origin).parent)
 #: What the wheel is built from: the files pyproject.toml packages (copied, so that building
 #: leaves no build/ or *.egg-info in the checkout).
-WHEEL_SOURCES = ("pyproject.toml", "README.md", "pyspark_groupkafka.py", "spark_groupsource", "assignment")
+WHEEL_SOURCES = ("pyproject.toml", "setup.py", "README.md", "pyspark_groupkafka.py", "spark_groupsource",
+                 "assignment")
 #: Set to 1 to install the wheel's dependencies into the venv from the index/pip cache
 #: (measured 78 s on 2 loaded cores, 2026-11-26) instead of sharing the test venv's copies.
 FULL_INSTALL_ENV = "GROUPKAFKA_DEPLOY_FULL_INSTALL"
@@ -149,7 +150,8 @@ def build_wheel(dest: Path) -> Path:
     """``pip wheel --no-deps`` of a copy of the checkout's packaged files."""
     src = dest / "src"
     src.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    # the native extension is built by the wheel's own build, never copied from the checkout
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
     for name in WHEEL_SOURCES:
         path = ROOT / name
         if path.is_dir():
