@@ -244,6 +244,36 @@ static int batch_reset(Fetcher *f) {
     return 0;
 }
 
+/* An idle pooled fetcher keeps its buffers for the next task, unless one grew past this (a
+ * large maxBytesPerArrowBatch): that memory goes back to the system between tasks. */
+#define KEEP_IDLE_BYTES ((size_t)16 << 20)
+
+static void buf_shrink(Buf *b) {
+    if (b->cap > KEEP_IDLE_BYTES) {
+        free(b->data);
+        memset(b, 0, sizeof *b);
+    }
+}
+
+static void shrink_idle(Fetcher *f) {
+    BinCol *cols[] = {&f->key, &f->value, &f->h_key, &f->h_value};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {
+        buf_shrink(&cols[i]->valid);
+        buf_shrink(&cols[i]->offsets);
+        buf_shrink(&cols[i]->data);
+    }
+    buf_shrink(&f->offsets);
+    buf_shrink(&f->stamps);
+    buf_shrink(&f->types);
+    buf_shrink(&f->h_valid);
+    buf_shrink(&f->h_offsets);
+    if (f->left_cap * sizeof *f->left > KEEP_IDLE_BYTES) {
+        free(f->left);
+        f->left = NULL;
+        f->left_cap = 0;
+    }
+}
+
 static void drop_left(Fetcher *f) {
     for (size_t i = f->left_pos; i < f->left_len; i++)
         rk.message_destroy(f->left[i]);
@@ -363,11 +393,12 @@ static PyObject *Fetcher_assign(Fetcher *f, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* unassign(): nothing assigned, nothing pending. */
+/* unassign(): nothing assigned, nothing pending (the fetcher goes back to the pool). */
 static PyObject *Fetcher_unassign(Fetcher *f, PyObject *unused) {
     if (check_open(f))
         return NULL;
     drop_left(f);
+    shrink_idle(f);
     if (batch_reset(f))
         return PyErr_NoMemory();
     rd_kafka_resp_err_t err;
