@@ -1,9 +1,11 @@
-"""Executor side: read offset ranges with confluent-kafka and yield Arrow record batches.
+"""Executor side: read offset ranges and yield Arrow record batches.
 
-One confluent-kafka ``Consumer`` per task (:func:`read_partition`) reads the task's ranges one
-after the other. It assigns each partition at the range start, never subscribes and never
-commits; it is a plain fetcher whose ``group.id`` only satisfies librdkafka. Fetchers are
-pooled per Python worker (:class:`ConsumerPool`) and reused by later tasks.
+One fetcher per task (:func:`read_partition`) reads the task's ranges one after the other. It
+assigns each partition at the range start, never subscribes and never commits; it is a plain
+fetcher whose ``group.id`` only satisfies librdkafka. Fetchers are pooled per Python worker
+(:class:`ConsumerPool`) and reused by later tasks. Two paths (option ``fetcher``,
+:func:`fetcher_kind`): the native one (:mod:`.native`, librdkafka straight into Arrow buffers)
+and confluent-kafka's ``Consumer``; the range reader below applies the same rules to both.
 
 How a range ends (offsets may have gaps: compaction, transaction markers):
 
