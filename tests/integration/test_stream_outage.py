@@ -85,6 +85,30 @@ def test_offset_reader_answers_around_a_broker_that_is_down(three_brokers: DevBr
         assert set(found) == set(parts)
 
 
+def test_a_watermark_query_sent_ahead_answers_only_the_partitions_it_asked(three_brokers: DevBroker) -> None:
+    """The planner sends its ListOffsets before the group commit (send_watermarks) and takes
+    that answer only for exactly the partitions it asked; a leader away is asked again."""
+    b = three_brokers
+    topic = _topic_led_round_robin(b, "ahead")
+    produce(b.bootstrap, topic, 16, 8)
+    parts = [TopicPartition(topic, p) for p in range(8)]
+    policy = RetryPolicy(num_retries=1, retry_interval_ms=100, request_timeout_ms=1500)
+    with OffsetReader({"bootstrap.servers": b.bootstrap, "log_level": 0}, policy=policy) as reader:
+        plain = reader.try_watermarks(parts).found
+        assert reader.try_watermarks(parts, asked=reader.send_watermarks(parts)).found == plain
+        # asked for half of them (ownership changed meanwhile): not used, all eight answered
+        assert reader.try_watermarks(parts, asked=reader.send_watermarks(parts[:4])).found == plain
+        b.mock.broker_down(DOWN)
+        try:
+            ahead = reader.send_watermarks(parts)
+        finally:
+            b.mock.broker_up(DOWN)
+        # the ahead answer lacks the partitions led by the broker that was down: asked again
+        got = wait_until(lambda: (p := reader.try_watermarks(parts, retries=1, asked=ahead)).missing == {} and p,
+                         timeout=30, interval=0.2, message="every partition answered")
+        assert got.found == plain
+
+
 def test_stream_rides_through_a_partition_leader_outage(spark: Any, three_brokers: DevBroker,
                                                         unique_name: Any, tmp_path: Any) -> None:
     """The issue's scenario: the leader of partitions 1, 4, 7 goes away for longer than the
