@@ -38,7 +38,6 @@ from spark_groupsource.planning.outage import Unavailability
 
 log = logging.getLogger("spark_groupsource.stream")
 
-EMPTY = StreamOffset({})
 #: How long one trigger of a running stream waits for a pause that passes by itself (a join, a
 #: rebalance, offsets briefly unreadable) before it reports no batch.
 PAUSE_WAIT_S = 30.0
@@ -517,7 +516,7 @@ class StreamDriver:
                 # (measured before: two per partition when the whole cluster restarted)
                 self.waiting_on = "the group's coordinator has not accepted the last micro-batch's offsets yet"
                 return start_json
-            owned = {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
+            owned = _plannable(snap)
             for tp in [tp for tp in self.positions if tp not in owned]:
                 self.positions.pop(tp)
             self.outage.forget(owned)
@@ -573,7 +572,6 @@ class StreamDriver:
                 self.positions[tp] = (until, owned[tp])
             return end
 
-
     def _ask_ahead(self, start_json: str | None):
         """Send this plan's watermark query before the commit of the batch that ended at
         ``start``, so that the two round trips overlap (at 1,000 partitions the commit was 8-9
@@ -585,7 +583,7 @@ class StreamDriver:
         snap = self.membership.snapshot()
         if snap.rebalancing or not self.membership.may_plan(snap):
             return None
-        owned = [tp for tp in snap.owned if tp not in snap.revoking]
+        owned = _plannable(snap)
         if not owned:
             return None
         try:
@@ -593,6 +591,12 @@ class StreamDriver:
         except Exception as exc:  # noqa: BLE001 - only a head start: the plan asks again itself
             log.debug("group %s: watermark query not sent ahead: %s", self.opts.group_id, exc)
             return None
+
+
+def _plannable(snap) -> dict[TopicPartition, int]:
+    """The partitions a plan may read (owned and not being revoked), with their serials; the
+    watermark query sent ahead asks exactly these (``_ask_ahead``)."""
+    return {tp: s for tp, s in snap.owned.items() if tp not in snap.revoking}
 
 
 def _means_rebalance(error: str | None) -> bool:
