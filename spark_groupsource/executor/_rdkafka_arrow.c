@@ -628,7 +628,7 @@ static PyObject *Fetcher_pending(Fetcher *f, PyObject *unused) {
 
 static PyObject *bytes_of(const Buf *b) { return PyBytes_FromStringAndSize(b->data, b->len); }
 
-static PyObject *bincol_take(const BinCol *c, int64_t rows) {
+static PyObject *bincol_take(const BinCol *c) {
     /* (validity or None, null count, offsets, data) */
     PyObject *valid = c->nulls ? bytes_of(&c->valid) : Py_NewRef(Py_None);
     return Py_BuildValue("(NLNN)", valid, (long long)c->nulls, bytes_of(&c->offsets),
@@ -641,13 +641,13 @@ static PyObject *Fetcher_take(Fetcher *f, PyObject *unused) {
     if (f->headers) {
         PyObject *valid = f->h_nulls ? bytes_of(&f->h_valid) : Py_NewRef(Py_None);
         headers = Py_BuildValue("(NLNLNN)", valid, (long long)f->h_nulls, bytes_of(&f->h_offsets),
-                                (long long)f->h_count, bincol_take(&f->h_key, f->h_count),
-                                bincol_take(&f->h_value, f->h_count));
+                                (long long)f->h_count, bincol_take(&f->h_key),
+                                bincol_take(&f->h_value));
     } else {
         headers = Py_NewRef(Py_None);
     }
-    PyObject *out = Py_BuildValue("(LNNNNNN)", (long long)f->rows, bincol_take(&f->key, f->rows),
-                                  bincol_take(&f->value, f->rows), bytes_of(&f->offsets),
+    PyObject *out = Py_BuildValue("(LNNNNNN)", (long long)f->rows, bincol_take(&f->key),
+                                  bincol_take(&f->value), bytes_of(&f->offsets),
                                   bytes_of(&f->stamps), bytes_of(&f->types), headers);
     if (batch_reset(f)) {
         Py_XDECREF(out);

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import confluent_kafka
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException
 
@@ -40,13 +41,8 @@ else:
 _loaded: int | None = None
 _load_error: str | None = None
 
-_TS_TYPE = pa.timestamp("us", tz="UTC")
-
-
 def _librdkafka_path() -> str | None:
     """The librdkafka confluent-kafka itself loads: its wheel's copy, else the system's."""
-    import confluent_kafka  # noqa: PLC0415 - only to find its directory
-
     site = os.path.dirname(os.path.dirname(confluent_kafka.__file__))
     found = sorted(glob.glob(os.path.join(site, "confluent_kafka.libs", "librdkafka*.so*")))
     if found:
@@ -114,16 +110,17 @@ class Event:
 class NativeConsumer:
     """A fetcher on the native path. Not thread-safe: one task uses it at a time (the pool)."""
 
-    DRAINED = 0
-    FULL = 1
-    GAP = 2
-    EVENT = 3
+    # what poll() stopped at: the extension's own values (None where it is not built, where no
+    # NativeConsumer can exist either)
+    DRAINED = getattr(_ext, "DRAINED", None)
+    FULL = getattr(_ext, "FULL", None)
+    GAP = getattr(_ext, "GAP", None)
+    EVENT = getattr(_ext, "EVENT", None)
 
     def __init__(self, config: dict[str, Any], include_headers: bool):
         reason = unavailable_reason()
         if reason is not None:
             raise RuntimeError(f"the native fetch path is unavailable: {reason}")
-        self.include_headers = include_headers
         conf = {str(k): _conf_value(v) for k, v in config.items()}
         try:
             self._f = _ext.Fetcher(conf, include_headers)
@@ -176,21 +173,28 @@ class NativeConsumer:
     def take(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
         """The pending rows as one batch of ``schema``; the next batch starts empty."""
         rows, key, value, offsets, stamps, types, headers = self._f.take()
+        # every type from the schema (spark_groupsource.schema), in its column order
+        key_t, value_t, topic_t, partition_t, offset_t, stamp_t, type_t = schema.types[:7]
+
+        def fixed(kind: pa.DataType, data: bytes) -> pa.Array:
+            return pa.Array.from_buffers(kind, rows, [None, pa.py_buffer(data)], null_count=0)
+
         columns = [
-            _binary(pa.binary(), rows, key),
-            _binary(pa.binary(), rows, value),
-            pa.repeat(pa.scalar(topic, pa.string()), rows),
-            pa.repeat(pa.scalar(partition, pa.int32()), rows),
-            pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(offsets)], null_count=0),
-            pa.Array.from_buffers(_TS_TYPE, rows, [None, pa.py_buffer(stamps)], null_count=0),
-            pa.Array.from_buffers(pa.int32(), rows, [None, pa.py_buffer(types)], null_count=0),
+            _binary(key_t, rows, key),
+            _binary(value_t, rows, value),
+            pa.repeat(pa.scalar(topic, topic_t), rows),
+            pa.repeat(pa.scalar(partition, partition_t), rows),
+            fixed(offset_t, offsets),
+            fixed(stamp_t, stamps),
+            fixed(type_t, types),
         ]
         if len(schema) > 7:
             list_type = schema.field("headers").type
+            entry_key, entry_value = list_type.value_type
             valid, nulls, list_offsets, count, hkey, hvalue = headers
             entries = pa.StructArray.from_arrays(
-                [_binary(pa.string(), count, hkey), _binary(pa.binary(), count, hvalue)],
-                fields=list(list_type.value_type),
+                [_binary(entry_key.type, count, hkey), _binary(entry_value.type, count, hvalue)],
+                fields=[entry_key, entry_value],
             )
             columns.append(pa.Array.from_buffers(
                 list_type, rows, [_bitmap(valid), pa.py_buffer(list_offsets)], null_count=nulls,
