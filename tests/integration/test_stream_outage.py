@@ -51,6 +51,17 @@ def _topic_led_round_robin(b: DevBroker, name: str, partitions: int = 8) -> str:
     return name
 
 
+#: The offset reader's bounds in the tests that take a broker away under it.
+_POLICY = RetryPolicy(num_retries=1, retry_interval_ms=100, request_timeout_ms=1500)
+
+
+def _eight_partitions(b: DevBroker, name: str) -> list[TopicPartition]:
+    """A topic of 8 partitions led round-robin by the 3 brokers, 2 records each."""
+    topic = _topic_led_round_robin(b, name)
+    produce(b.bootstrap, topic, 16, 8)
+    return [TopicPartition(topic, p) for p in range(8)]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,11 +70,9 @@ def _free_port() -> int:
 
 def test_offset_reader_answers_around_a_broker_that_is_down(three_brokers: DevBroker) -> None:
     b = three_brokers
-    topic = _topic_led_round_robin(b, "t")
-    produce(b.bootstrap, topic, 16, 8)
-    parts = [TopicPartition(topic, p) for p in range(8)]
-    policy = RetryPolicy(num_retries=1, retry_interval_ms=100, request_timeout_ms=1500)
-    with OffsetReader({"bootstrap.servers": b.bootstrap, "log_level": 0}, policy=policy) as reader:
+    parts = _eight_partitions(b, "t")
+    topic = parts[0].topic
+    with OffsetReader({"bootstrap.servers": b.bootstrap, "log_level": 0}, policy=_POLICY) as reader:
         assert set(reader.try_watermarks(parts).found) == set(parts)
         b.mock.broker_down(DOWN)
         try:
@@ -89,11 +98,8 @@ def test_a_watermark_query_sent_ahead_answers_only_the_partitions_it_asked(three
     """The planner sends its ListOffsets before the group commit (send_watermarks) and takes
     that answer only for exactly the partitions it asked; a leader away is asked again."""
     b = three_brokers
-    topic = _topic_led_round_robin(b, "ahead")
-    produce(b.bootstrap, topic, 16, 8)
-    parts = [TopicPartition(topic, p) for p in range(8)]
-    policy = RetryPolicy(num_retries=1, retry_interval_ms=100, request_timeout_ms=1500)
-    with OffsetReader({"bootstrap.servers": b.bootstrap, "log_level": 0}, policy=policy) as reader:
+    parts = _eight_partitions(b, "ahead")
+    with OffsetReader({"bootstrap.servers": b.bootstrap, "log_level": 0}, policy=_POLICY) as reader:
         plain = reader.try_watermarks(parts).found
         assert reader.try_watermarks(parts, asked=reader.send_watermarks(parts)).found == plain
         # asked for half of them (ownership changed meanwhile): not used, all eight answered
