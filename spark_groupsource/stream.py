@@ -91,8 +91,8 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         (the replay at restart) only what the group has not read since (``replay_ranges``)."""
         end_json = _as_json(end)
         d = self._driver()
-        planned = end_json in d.planned
-        by_tp = StreamOffset.from_json(end_json).ranges if planned else d.replay_ranges(end_json)
+        planned = d.planned.get(end_json)
+        by_tp = planned[1] if planned is not None else d.replay_ranges(end_json)
         ranges = [OffsetRange(tp.topic, tp.partition, s, u) for tp, (s, u) in sorted(by_tp.items()) if u > s]
         tasks = split_ranges(
             ranges,

@@ -34,13 +34,13 @@ class StreamOffset:
         return {tp: until for tp, (_, until) in self.ranges.items()}
 
     def to_json(self) -> str:
+        # Fixed key order (topics by name, partitions by number): Spark compares offsets as
+        # raw JSON strings. Partitions sorted as tuples come in exactly that order.
         nested: dict[str, dict[str, list[int]]] = {}
         for tp in sorted(self.ranges):
             start, until = self.ranges[tp]
             nested.setdefault(tp.topic, {})[str(tp.partition)] = [start, until]
-        # Fixed key order: Spark compares offsets as raw JSON strings.
-        ordered = {t: dict(sorted(ps.items(), key=lambda kv: int(kv[0]))) for t, ps in sorted(nested.items())}
-        return json.dumps({"v": FORMAT_VERSION, "ranges": ordered}, separators=(",", ":"))
+        return json.dumps({"v": FORMAT_VERSION, "ranges": nested}, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str | dict) -> StreamOffset:

@@ -66,8 +66,9 @@ class StreamDriver:
         self.lock = threading.RLock()
         # partition -> (next offset, acquisition serial it was planned under)
         self.positions: dict[TopicPartition, tuple[int, int]] = {}
-        # offsets JSON planned by this process -> serial per partition at planning time
-        self.planned: dict[str, dict[TopicPartition, int]] = {}
+        # offsets JSON planned by this process -> (serial per partition at planning time, the
+        # ranges it was written from: complete() need not parse the JSON back)
+        self.planned: dict[str, tuple[dict[TopicPartition, int], dict]] = {}
         self.recovered: StreamOffset | None = None  # last batch logged by an earlier run
         self.replayed: dict[TopicPartition, tuple[int, int]] | None = None  # what its replay read
         self.fresh_query = False  # initialOffset was called: startingOffsets applies
@@ -145,8 +146,8 @@ class StreamDriver:
         if not start_json:
             self.membership.batch_completed()
             return
-        serials = self.planned.pop(start_json, None)
-        if serials is None:
+        mine = self.planned.pop(start_json, None)
+        if mine is None:
             start = StreamOffset.from_json(start_json)
             if start.ranges and self.recovered is None and not self.planned_any:
                 # logged by an earlier run of this query; where its replay was trimmed, what
@@ -154,11 +155,11 @@ class StreamDriver:
                 self.recovered = StreamOffset(self.replayed) if self.replayed is not None else start
             self.membership.batch_completed()
             return
+        serials, ranges = mine
         for key in list(self.planned):  # older batches (replayed or superseded) are done too
             self.planned.pop(key)
-        start = StreamOffset.from_json(start_json)
         snap = self.membership.snapshot()
-        for tp, (_, until) in start.ranges.items():
+        for tp, (_, until) in ranges.items():
             if tp in serials and snap.owned.get(tp) == serials[tp]:
                 self.completed[tp] = (until, snap.owned_generation)
             else:
@@ -168,7 +169,7 @@ class StreamDriver:
             # out: the group holds it (nobody else commits a partition we own), and re-sending
             # it cost an OffsetCommit of every owned partition per trigger (1,000 records in
             # __consumer_offsets for a batch that read three)
-            offsets = {tp: until for tp, (_, until) in start.ranges.items()
+            offsets = {tp: until for tp, (_, until) in ranges.items()
                        if tp in serials and self.committed_by_us.get(tp) != (until, serials[tp])}
             result = self.membership.commit(offsets, serials)
             for tp in result.committed:
@@ -315,17 +316,18 @@ class StreamDriver:
         recreated, log truncated) means records are gone: fail before any data moves, or with
         failOnDataLoss=false log the partitions and ranges skipped, count them and go on from
         the log start (or the new end) at once, as Spark's Kafka source does."""
+        # the few partitions with a gap, in order (not a sort of every position per trigger)
+        gone = sorted(tp for tp, pos in positions.items() if not marks[tp][0] <= pos <= marks[tp][1])
         skipped = []
-        for tp, pos in sorted(positions.items()):
+        for tp in gone:
+            pos = positions[tp]
             low, high = marks[tp]
             if pos > high:
                 new, detail = high, f"position {pos} is beyond the end offset {high}: records were deleted"
                 available = None
-            elif pos < low:
+            else:
                 new, detail = low, f"offsets [{pos}, {low}) are below the log start offset {low} (retention or deleted records)"
                 available = low
-            else:
-                continue
             if self.opts.fail_on_data_loss:
                 raise DataLossError(tp.topic, tp.partition, pos, available, detail)
             skipped.append((tp, pos, new, detail))
@@ -566,7 +568,7 @@ class StreamDriver:
                 self.waiting_on = "a revocation began"
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges).to_json()
-            self.planned[end] = {tp: owned[tp] for tp in ranges}
+            self.planned[end] = ({tp: owned[tp] for tp in ranges}, ranges)
             self.planned_any = True
             for tp, (_, until) in ranges.items():
                 self.positions[tp] = (until, owned[tp])
