@@ -18,6 +18,16 @@ citizen:
   there), and notices a JoinGroup answer without a leader: a KIP-848 consumer group that
   hosts us as a classic member and assigns by itself.
 
+* ``_send_heartbeat_request``: an answer of ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID to a
+  Heartbeat resets the member's generation even when the heartbeat was sent under an older
+  generation than the member holds now (it rejoined while the answer was on its way). The new
+  generation is thrown away: the join in flight completes with no protocol ("Coordinator
+  selected invalid assignment protocol: None") and the next commit goes out fenced, its
+  partitions lost and their last batch read twice (seen on Kafka 4.0.1, loaded CI machine).
+  Ours remembers what each heartbeat was sent with and ignores such an answer once the
+  generation changed, as the Java client does (``AbstractCoordinator.HeartbeatResponseHandler``:
+  ``generationUnchanged()``).
+
 Two more hooks serve an option for coordinators that answer each member's JoinGroup and
 SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
 the KIP-429 follow-up JoinGroup after a cooperative revocation can wait
@@ -446,7 +456,12 @@ def _install(coord, owner: KafkaGroupClient) -> None:
             owner._followup_at = None  # any other reason to rejoin does not wait
         base_request_rejoin()
 
-    def handle_heartbeat_response(response, send_time):
+    def handle_heartbeat_response(response, send_time, sent=None):
+        if sent is not None and _stale_answer(response.error_code, sent, coord._generation):
+            log.info("group %s: a heartbeat sent in generation %s was answered %s after this member "
+                     "moved to generation %s: ignored (the Java client's rule)", coord.group_id, sent[0],
+                     kerr.for_code(response.error_code).__name__, coord._generation.generation_id)
+            return None
         if response.error_code == kerr.FencedInstanceIdError.errno:
             owner.callbacks.fenced_instance("Heartbeat")
         if response.error_code == kerr.RebalanceInProgressError.errno:
@@ -470,9 +485,40 @@ def _install(coord, owner: KafkaGroupClient) -> None:
     coord.need_rejoin = need_rejoin
     coord.request_rejoin = request_rejoin
     coord._handle_heartbeat_response = handle_heartbeat_response
+    coord._send_heartbeat_request = types.MethodType(_send_heartbeat_request, coord)
     coord._on_join_complete_async = on_join_complete
     coord.join_group_async = types.MethodType(_join_group_async, coord)
     coord._do_join_and_sync_async = types.MethodType(_do_join_and_sync_async, coord)
+
+
+#: heartbeat answers that reset the member's generation (kafka-python's handler)
+_RESETTING = frozenset({kerr.IllegalGenerationError.errno, kerr.UnknownMemberIdError.errno})
+
+
+def _stale_answer(error_code: int, sent: tuple[int, str], now) -> bool:
+    """True when a heartbeat answer would reset a generation it was not sent in."""
+    return error_code in _RESETTING and sent != (now.generation_id, now.member_id)
+
+
+async def _send_heartbeat_request(self):
+    """kafka-python 3.0.12's ``_send_heartbeat_request`` with one change: the answer is handled
+    knowing the generation the request was sent in (``_stale_answer``)."""
+    if self.coordinator_unknown():
+        raise kerr.CoordinatorNotAvailableError(self.coordinator_id)
+    sent = (self._generation.generation_id, self._generation.member_id)
+    request = HeartbeatRequest(
+        group_id=self.group_id,
+        generation_id=sent[0],
+        member_id=sent[1],
+        group_instance_id=self.group_instance_id,
+    )
+    try:
+        send_time = time.monotonic()
+        response = await self._manager.send(request, node_id=self.coordinator_id)
+    except kerr.KafkaError as exc:
+        self._failed_request(self.coordinator_id, request, exc)
+        raise
+    return self._handle_heartbeat_response(response, send_time, sent)
 
 
 async def _join_group_async(self, timeout_ms=None):
