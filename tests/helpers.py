@@ -7,6 +7,8 @@ dev brokers and an external cluster alike.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -464,3 +466,25 @@ def kafka_rebalance_reasons(broker: Any, group: str) -> list[str]:
         except OSError:
             continue
     return reasons
+
+
+def run_tree(cmd: list[str], *, timeout: float, **popen: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, timeout=...)`` for a command that
+    starts a tree of processes (brokers, Spark JVMs, members): past ``timeout`` the whole tree
+    is stopped (SIGTERM, then SIGKILL 20 s later), not only its first process, and the error
+    carries the output so far (what the run was waiting on)."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True, **popen) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    out, err = proc.communicate(timeout=grace)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    out, err = "", ""
+            raise AssertionError(f"{' '.join(cmd[:4])} ... ran past {timeout:.0f}s and was stopped; "
+                                 f"its output:\n{(out or '')[-6000:]}\n{(err or '')[-3000:]}") from None
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

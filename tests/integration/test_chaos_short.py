@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+
+from helpers import run_tree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -22,9 +23,9 @@ def test_quick_chaos_scenarios_pass(tmp_path):
     if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
         pytest.skip("the chaos scenarios inject faults into the embedded mock broker")
     results = tmp_path / "results.json"
-    proc = subprocess.run(
+    proc = run_tree(
         [sys.executable, "-m", "chaos", "--quick", "--workdir", str(tmp_path / "w"), "--json", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        cwd=ROOT, timeout=800,
     )
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     rows = json.loads(results.read_text())["rows"]
@@ -58,10 +59,10 @@ def test_quick_chaos_scenario_passes_in_consumer_mode(tmp_path):
         pytest.skip("the chaos scenarios start their own embedded brokers")
     backend = _consumer_mode_broker()
     results = tmp_path / "results.json"
-    proc = subprocess.run(
+    proc = run_tree(
         [sys.executable, "-m", "chaos", "--protocol", "consumer", "--broker", backend, "--quick",
          "--workdir", str(tmp_path / "w"), "--json", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     data = json.loads(results.read_text())
@@ -83,10 +84,10 @@ def test_quick_chaos_scenario_passes_on_a_three_node_kafka_cluster(tmp_path):
     if _consumer_mode_broker() != "kafka":
         pytest.skip("no Apache Kafka jars (../shared/kafka or GROUPKAFKA_KAFKA_HOME), or kafka deselected")
     results = tmp_path / "results.json"
-    proc = subprocess.run(
+    proc = run_tree(
         [sys.executable, "-m", "chaos", "--broker", "kafka", "--only", "broker_crash",
          "--workdir", str(tmp_path / "w"), "--json", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, timeout=800,
     )
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     data = json.loads(results.read_text())

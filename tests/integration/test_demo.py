@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 
@@ -24,10 +26,10 @@ def demo_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
         pytest.skip("the demo starts its own embedded mock broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
     out = tmp_path_factory.mktemp("demo")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    result = subprocess.run(
+    result = run_tree(
         [sys.executable, "-m", "demo", "--out", str(out), "--partitions", str(PARTITIONS),
          "--rate", "60", "--dwell", "4"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, env=env, timeout=800,
     )
     return result, out
 
