@@ -317,7 +317,9 @@ class StreamDriver:
         failOnDataLoss=false log the partitions and ranges skipped, count them and go on from
         the log start (or the new end) at once, as Spark's Kafka source does."""
         # the few partitions with a gap, in order (not a sort of every position per trigger)
-        gone = sorted(tp for tp, pos in positions.items() if not marks[tp][0] <= pos <= marks[tp][1])
+        # (a log start of None was not asked: the position is at or past the end)
+        gone = sorted(tp for tp, pos in positions.items()
+                      if pos > marks[tp][1] or (marks[tp][0] is not None and pos < marks[tp][0]))
         skipped = []
         for tp in gone:
             pos = positions[tp]
@@ -531,7 +533,8 @@ class StreamDriver:
                     self.waiting_on = "this member is rejoining the group"
                 return start_json
             # a partition whose leader (or the coordinator) is away sits this batch out
-            marks = self.reader.try_watermarks(owned, retries=0, asked=asked)
+            marks = self.reader.try_watermarks(owned, retries=0, asked=asked,
+                                               low_needed=self._low_needed(owned))
             positions, unresolved = self.resolve_positions({tp: owned[tp] for tp in marks.found}, marks.found,
                                                            snap.owned_generation)
             left_out = {**marks.missing, **unresolved}
@@ -574,6 +577,16 @@ class StreamDriver:
                 self.positions[tp] = (until, owned[tp])
             return end
 
+    def _low_needed(self, owned: Mapping[TopicPartition, int]):
+        """Which partitions' log start this plan needs: those acquired since the last plan (a
+        reset or starting offset may use it) and those with records beyond their position
+        (the data-loss check). A partition at its end cannot have lost records below its
+        position: the log start never passes the end."""
+        def needed(tp: TopicPartition, end: int) -> bool:
+            known = self.positions.get(tp)
+            return known is None or known[1] != owned[tp] or known[0] < end
+        return needed
+
     def _ask_ahead(self, start_json: str | None):
         """Send this plan's watermark query before the commit of the batch that ended at
         ``start``, so that the two round trips overlap (at 1,000 partitions the commit was 8-9
@@ -589,7 +602,7 @@ class StreamDriver:
         if not owned:
             return None
         try:
-            return self.reader.send_watermarks(owned)
+            return self.reader.send_watermarks(owned, earliest=False)  # plan() asks starts it needs
         except Exception as exc:  # noqa: BLE001 - only a head start: the plan asks again itself
             log.debug("group %s: watermark query not sent ahead: %s", self.opts.group_id, exc)
             return None

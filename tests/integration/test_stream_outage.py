@@ -113,6 +113,17 @@ def test_a_watermark_query_sent_ahead_answers_only_the_partitions_it_asked(three
         got = wait_until(lambda: (p := reader.try_watermarks(parts, retries=1, asked=ahead)).missing == {} and p,
                          timeout=30, interval=0.2, message="every partition answered")
         assert got.found == plain
+        # a stream's trigger: the ends first (here sent ahead), the log start only where needed
+        even = {tp for tp in parts if tp.partition % 2 == 0}
+        seen = []
+
+        def needed(tp, end):
+            seen.append((tp, end))
+            return tp in even
+
+        got = reader.try_watermarks(parts, asked=reader.send_watermarks(parts, earliest=False), low_needed=needed)
+        assert not got.missing and sorted(seen) == sorted((tp, plain[tp][1]) for tp in parts)
+        assert got.found == {tp: (plain[tp][0] if tp in even else None, plain[tp][1]) for tp in parts}
 
 
 def test_stream_rides_through_a_partition_leader_outage(spark: Any, three_brokers: DevBroker,
