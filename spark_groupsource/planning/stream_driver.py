@@ -273,7 +273,7 @@ class StreamDriver:
         partition acquired since the last plan starts from the group's committed offset (or the
         starting options); when the group's coordinator cannot answer, it is left out of this
         batch and asked again next time."""
-        fresh = [tp for tp, serial in owned.items() if self.positions.get(tp, (None, None))[1] != serial]
+        fresh = [tp for tp, serial in owned.items() if self._acquired_since_last_plan(tp, serial)]
         out = {tp: self.positions[tp][0] for tp in owned if tp not in fresh}
         if not fresh:
             return out, {}
@@ -583,9 +583,12 @@ class StreamDriver:
         (the data-loss check). A partition at its end cannot have lost records below its
         position: the log start never passes the end."""
         def needed(tp: TopicPartition, end: int) -> bool:
-            known = self.positions.get(tp)
-            return known is None or known[1] != owned[tp] or known[0] < end
+            return self._acquired_since_last_plan(tp, owned[tp]) or self.positions[tp][0] < end
         return needed
+
+    def _acquired_since_last_plan(self, tp: TopicPartition, serial: int) -> bool:
+        """No position for this acquisition yet: it starts from the group's offset (or a reset)."""
+        return self.positions.get(tp, (None, None))[1] != serial
 
     def _ask_ahead(self, start_json: str | None):
         """Send this plan's watermark query before the commit of the batch that ended at
