@@ -26,9 +26,12 @@ query's start), from Spark's progress, and what the producer wrote.
     python bench/steady_state.py [--sizes 100,1000,10000] [--codecs none,lz4] [--rounds 3]
                                  [--n 400000] [--partitions 8] [--cores 2]
                                  [--max-offsets-per-trigger 250000] [--sustained-s 60]
-                                 [--readers spark,groupkafka,floor] [--backend kafka]
+                                 [--readers spark,groupkafka,groupkafka-packed,floor]
+                                 [--backend kafka]
 
-``--readers`` may add ``groupkafka-python``: groupkafka on the pure-Python fetch path
+``groupkafka-packed`` is groupkafka with ``maxPartitions`` set to ``--cores``: a batch's ranges
+packed into one task per core (docs/options.md advises it for small records; Spark's source
+has no such option: a task per partition). ``--readers`` may add ``groupkafka-python``: groupkafka on the pure-Python fetch path
 (``fetcher=python``, confluent-kafka's Consumer), and ``groupkafka-before``: that path with
 librdkafka's own fetch.queue.backoff.ms (1,000 ms), the fetchers before issue 27; to show, side
 by side in one run, what the native path and the fetchers' settings change.
@@ -66,10 +69,14 @@ from spark_groupsource.devbroker import DevBroker  # noqa: E402
 #: before issue 27 (librdkafka's defaults)
 PYTHON_PATH = "groupkafka, python path"
 BEFORE = "groupkafka, py+rdkafka dflt"
+#: groupkafka with maxPartitions set to the session's cores (filled in by main()): the ranges of a
+#: batch packed into one task per core, as docs/options.md advises for small records
+PACKED = "groupkafka, maxPartitions"
 VARIANT_OPTIONS = {PYTHON_PATH: {"fetcher": "python"},
-                   BEFORE: {"fetcher": "python", "kafka.fetch.queue.backoff.ms": "1000"}}
+                   BEFORE: {"fetcher": "python", "kafka.fetch.queue.backoff.ms": "1000"},
+                   PACKED: {}}
 READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-python": PYTHON_PATH,
-                "groupkafka-before": BEFORE}
+                "groupkafka-before": BEFORE, "groupkafka-packed": PACKED}
 
 
 @dataclass(frozen=True)
@@ -244,9 +251,10 @@ def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, in
     r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
          .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
          .option("startingOffsets", "latest").option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger)))
-    if reader == OURS:
+    if reader in (OURS, *VARIANT_OPTIONS):
         r = r.option("kafka.group.id", f"bench-sustained-{time.time_ns()}")
         r = r.option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
+        r = r.options(**VARIANT_OPTIONS.get(reader, {}))
     with tempfile.TemporaryDirectory() as ck:
         q = (r.load().writeStream.format("noop").option("checkpointLocation", ck)
              .trigger(processingTime="1 second").start())
@@ -269,7 +277,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2, help="the Spark session's local[N]")
     ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000, help="the same for every reader")
     ap.add_argument("--sustained-s", type=float, default=60.0, help="seconds of the processingTime run; 0: skip it")
-    ap.add_argument("--readers", default="spark,groupkafka,floor", help=f"of {', '.join(READER_NAMES)}")
+    ap.add_argument("--readers", default="spark,groupkafka,groupkafka-packed,floor", help=f"of {', '.join(READER_NAMES)}")
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
     args = ap.parse_args(argv)
     if args.rounds < 1:
@@ -277,6 +285,7 @@ def main(argv=None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
     wanted = [READER_NAMES[r.strip()] for r in args.readers.split(",") if r.strip()]
+    VARIANT_OPTIONS[PACKED] = {"maxPartitions": str(args.cores)}
     chosen = side_by_side_readers(args.backend)
     if chosen is None:
         return 0
@@ -299,13 +308,13 @@ def main(argv=None) -> int:
                 results.append((size, codec, _workload(spark, broker, readers, size, codec, args, warm=first)))
                 first = False
         sustained = {}
-        kafka_readers = [r for r in readers if r in (SPARK, OURS)]
+        kafka_readers = [r for r in readers if r in (SPARK, OURS, PACKED)]
         if args.sustained_s > 0 and kafka_readers:
             size = sizes[0]
             print(f"\nsustained: processingTime 1 s, startingOffsets=latest, {args.sustained_s:.0f}s per reader while a "
                   f"producer process writes {size} B records (none) as fast as it can; load {load_average()}")
             for reader in kafka_readers:
-                topic = f"ss-sustained-{reader.replace(' ', '-')}"
+                topic = f"ss-sustained-{''.join(c if c.isalnum() else '-' for c in reader)}"
                 broker.create_topic(topic, args.partitions)
                 recs, secs, batches, written = _sustained(spark, broker, reader, topic, size, args)
                 sustained[reader] = recs / secs if secs else 0.0
@@ -323,8 +332,9 @@ def main(argv=None) -> int:
             rel_cpu = f"{ratio(m.cpu_per_million, theirs.cpu_per_million):.2f}x" if theirs else "-"
             print(f"  {f'{size} B {codec}':<14}{reader:<22}{m.rate:>12,.0f}{rel_rate:>9}{m.cpu_per_million:>9.2f}"
                   f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}")
-    if SPARK in sustained and OURS in sustained:
-        print(f"  sustained groupkafka / Spark's source: {ratio(sustained[OURS], sustained[SPARK]):.2f}x")
+    for reader in (OURS, PACKED):
+        if SPARK in sustained and reader in sustained:
+            print(f"  sustained {reader} / Spark's source: {ratio(sustained[reader], sustained[SPARK]):.2f}x")
     return 0
 
 

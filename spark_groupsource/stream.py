@@ -98,6 +98,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             ranges,
             min_partitions=self.opts.min_partitions,
             max_records_per_partition=self.opts.max_records_per_partition,
+            max_partitions=self.opts.max_partitions,
         )
         return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
 

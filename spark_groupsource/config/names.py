@@ -44,6 +44,7 @@ OPTION_NAMES = [
     "maxTriggerDelay",
     "minPartitions",
     "maxRecordsPerPartition",
+    "maxPartitions",
     "includeHeaders",
     "failOnDataLoss",
     "commitOffsets",

@@ -34,6 +34,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        passed since the previous batch (``10s``, ``500ms``)
 ``minPartitions``                      positive int: split ranges to reach this many tasks
 ``maxRecordsPerPartition``             positive int: split larger ranges
+``maxPartitions``                      positive int: at most this many tasks per batch,
+                                       ranges packed whole (set it to the executors' cores
+                                       for small records); unset: a task per range
 ``includeHeaders``                     ``false`` (default) / ``true``
 ``failOnDataLoss``                     ``true`` (default) / ``false``
 ``commitOffsets``                      ``true`` (default) / ``false``: commit each completed
@@ -158,6 +161,8 @@ class CommonOptions:
     fetcher: str = "auto"
     #: Freeze a Python worker's long-lived objects out of Spark's per-task gc.collect().
     worker_gc_freeze: bool = True
+    #: At most this many tasks per batch, ranges packed whole (maxPartitions); None: one per range.
+    max_partitions: int | None = None
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0

@@ -207,7 +207,7 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         session_timeout_ms=session,
         heartbeat_interval_ms=heartbeat,
         max_poll_interval_ms=_int(raw, "kafka.max.poll.interval.ms", None, minimum=1),
-        min_partitions=_int(raw, "minpartitions", None, minimum=1),
+        **_task_counts(raw),
         max_records_per_partition=_int(raw, "maxrecordsperpartition", None, minimum=1),
         max_records_per_arrow_batch=_int(
             raw, "maxrecordsperarrowbatch", DEFAULT_MAX_RECORDS_PER_ARROW_BATCH, minimum=1
@@ -235,6 +235,17 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         remote_assignor=remote_assignor,
         security=security,
     )
+
+
+def _task_counts(raw: Mapping[str, str]) -> dict[str, int | None]:
+    """minPartitions (split to reach it) and maxPartitions (pack down to it)."""
+    low = _int(raw, "minpartitions", None, minimum=1)
+    high = _int(raw, "maxpartitions", None, minimum=1)
+    if low is not None and high is not None and low > high:
+        raise OptionError("maxPartitions", f"is {high}, lower than minPartitions ({low}): a batch cannot have "
+                          "at least the one and at most the other number of tasks. Raise maxPartitions or "
+                          "lower minPartitions.")
+    return dict(min_partitions=low, max_partitions=high)
 
 
 def _is_security(key: str) -> bool:

@@ -280,7 +280,8 @@ def _on_data_loss(
 
 
 def plan_tasks(ranges: Iterable[OffsetRange], opts: opt.BatchOptions) -> list[RangeInputPartition]:
-    tasks = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+    tasks = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition,
+                         opts.max_partitions)
     return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
 
 

@@ -120,6 +120,25 @@ def test_large_ranges_split_into_contiguous_tasks(spark, broker, new_topic):
     assert_rows(spark, by_min, records)
 
 
+def test_max_partitions_packs_whole_ranges_into_fewer_tasks(spark, broker, new_topic):
+    topic = new_topic(5)
+    records = produce(broker.bootstrap, topic, 100, 5, base_timestamp_ms=BASE_TS)
+    assert read(spark, broker.bootstrap, topic).rdd.getNumPartitions() == 5
+    df = read(spark, broker.bootstrap, topic, maxPartitions="2")
+    assert df.rdd.getNumPartitions() == 2
+    assert_rows(spark, df, records)
+    # whole ranges: each partition is read by exactly one task
+    seen = df.select("partition", F.spark_partition_id().alias("task")).collect()
+    task_of: dict[int, set[int]] = {}
+    for row in seen:
+        task_of.setdefault(row.partition, set()).add(row.task)
+    assert sorted((p, len(t)) for p, t in task_of.items()) == [(p, 1) for p in range(5)]
+    # splitting first, then packing: 5 x 20 records cut at 10 -> 10 pieces, packed into 3 tasks
+    both = read(spark, broker.bootstrap, topic, maxRecordsPerPartition="10", maxPartitions="3")
+    assert both.rdd.getNumPartitions() == 3
+    assert_rows(spark, both, records)
+
+
 def test_bad_range_fails_before_reading(spark, broker, new_topic):
     topic = new_topic(1)
     produce(broker.bootstrap, topic, 5, 1)

@@ -47,3 +47,23 @@ def test_processing_time_reads_new_records_exactly_once(spark, broker, new_topic
         assert q.exception() is None
     finally:
         stop(q)
+
+
+def test_packed_tasks_read_every_partition_exactly_once(spark, broker, new_topic, unique_name, tmp_path):
+    """maxPartitions=2 over 5 partitions: a micro-batch's ranges are packed into 2 tasks (one
+    reads three partitions one after the other); nothing lost or doubled, the commits land."""
+    topic, group, name = new_topic(5), unique_name("g"), table_name(unique_name)
+    first = produce(broker.bootstrap, topic, 50, 5)
+    q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest", maxPartitions="2",
+                         maxOffsetsPerTrigger="35"), name, str(tmp_path / "ck"))
+    try:
+        process_all(q)
+        second = produce(broker.bootstrap, topic, 25, 5, start=50)
+        process_all(q)
+        assert_exactly(spark, name, first + second)
+        wait_committed(broker, group, topic, ends(first + second))
+        with_data = [p for p in q.recentProgress if p["numInputRows"]]
+        assert len(with_data) >= 3  # maxOffsetsPerTrigger cut the backlog into several batches
+        assert q.exception() is None
+    finally:
+        stop(q)

@@ -90,6 +90,31 @@ def test_invalid_limits() -> None:
         split_ranges([r(0, 0, 1)], min_partitions=0)
     with pytest.raises(ValueError):
         split_ranges([r(0, 0, 1)], max_records_per_partition=0)
+    with pytest.raises(ValueError):
+        split_ranges([r(0, 0, 1)], max_partitions=0)
+
+
+def test_max_partitions_packs_whole_ranges_largest_first() -> None:
+    ranges = [r(0, 0, 30), r(1, 0, 10), r(2, 0, 25), r(3, 0, 20), r(4, 0, 5)]
+    # largest first into the task with the fewest records so far:
+    # 30 -> A (30), 25 -> B (25), 20 -> B (45), 10 -> A (40), 5 -> A (45)
+    assert split_ranges(ranges, max_partitions=2) == [
+        [r(0, 0, 30), r(1, 0, 10), r(4, 0, 5)],
+        [r(2, 0, 25), r(3, 0, 20)],
+    ]
+    # no more ranges than tasks allowed: one task per range, as without the option
+    assert split_ranges(ranges, max_partitions=5) == [[x] for x in ranges]
+    assert split_ranges(ranges, max_partitions=1) == [ranges]
+
+
+def test_max_partitions_packs_the_pieces_other_limits_made() -> None:
+    # maxRecordsPerPartition cuts first, then the pieces are packed: never a piece above it
+    tasks = split_ranges([r(0, 0, 100), r(1, 0, 10)], max_records_per_partition=40, max_partitions=2)
+    assert len(tasks) == 2 and all(p.size <= 40 for p in flat(tasks))
+    assert sorted(sum(p.size for p in t) for t in tasks) == [44, 66]  # 34+10, 33+33
+    # equal sizes: the tasks take turns, so 8 ranges in 2 tasks hold 4 each
+    eight = [r(i, 0, 31_250) for i in range(8)]
+    assert [len(t) for t in split_ranges(eight, max_partitions=2)] == [4, 4]
 
 
 range_lists = st.lists(
@@ -98,6 +123,25 @@ range_lists = st.lists(
 ).map(lambda xs: [OffsetRange(f"t{i % 3}", i, s, u) for i, (s, u) in enumerate(xs)])
 limits = st.one_of(st.none(), st.integers(1, 64))
 max_records = st.one_of(st.none(), st.integers(1, 3000))
+
+
+@given(range_lists, limits, max_records, st.integers(1, 16))
+def test_packing_keeps_every_piece_once_within_the_task_bound(
+    ranges: list[OffsetRange], min_partitions: int | None, max_recs: int | None, max_parts: int
+) -> None:
+    unpacked = flat(split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs))
+    tasks = split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs,
+                         max_partitions=max_parts)
+    assert tasks == split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs,
+                                 max_partitions=max_parts)
+    assert all(task for task in tasks) and len(tasks) == min(len(unpacked), max_parts)
+    assert sorted(flat(tasks), key=unpacked.index) == unpacked and len(flat(tasks)) == len(unpacked)
+    for task in tasks:  # in input order within a task
+        assert [unpacked.index(p) for p in task] == sorted(unpacked.index(p) for p in task)
+    if len(tasks) > 1:  # LPT: the fullest task exceeds the emptiest by at most its smallest piece
+        loads = [sum(p.size for p in t) for t in tasks]
+        fullest = tasks[loads.index(max(loads))]
+        assert max(loads) - min(loads) <= max(min(p.size for p in fullest), max(p.size for p in unpacked))
 
 
 @given(range_lists, limits, max_records)

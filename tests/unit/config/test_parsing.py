@@ -306,6 +306,17 @@ def test_batch_group_coordination_and_commit() -> None:
     assert batch(groupCoordinated="TRUE", minPartitions="4").min_partitions == 4
 
 
+def test_max_partitions_below_min_partitions_is_refused() -> None:
+    assert stream().max_partitions is None
+    o = stream(minPartitions="2", maxPartitions="2")
+    assert (o.min_partitions, o.max_partitions) == (2, 2)
+    e = error(minPartitions="3", maxPartitions="2")
+    assert e.option == "maxPartitions" and "lower than minPartitions (3)" in str(e)
+    assert "Raise maxPartitions or lower minPartitions" in str(e)
+    with pytest.raises(OptionError, match="maxPartitions"):
+        batch(minPartitions="5", maxPartitions="4")
+
+
 # ------------------------------------------------------------------ scalars
 
 
@@ -330,6 +341,7 @@ def test_booleans(name: str, attr: str, default: bool) -> None:
         ("minOffsetsPerTrigger", "min_offsets_per_trigger", 1),
         ("minPartitions", "min_partitions", 1),
         ("maxRecordsPerPartition", "max_records_per_partition", 1),
+        ("maxPartitions", "max_partitions", 1),
         ("maxRecordsPerArrowBatch", "max_records_per_arrow_batch", 1),
         ("maxBytesPerArrowBatch", "max_bytes_per_arrow_batch", 1),
         ("kafkaConsumer.pollTimeoutMs", "poll_timeout_ms", 1),
