@@ -27,7 +27,7 @@ query's start), from Spark's progress, and what the producer wrote.
                                  [--n 400000] [--partitions 8] [--cores 2]
                                  [--max-offsets-per-trigger 250000] [--sustained-s 60]
                                  [--readers spark,groupkafka,groupkafka-packed,floor]
-                                 [--backend kafka]
+                                 [--backend kafka] [--conf KEY=VALUE ...]
 
 ``groupkafka-packed`` is groupkafka with ``maxPartitions`` set to ``--cores``: a batch's ranges
 packed into one task per core (docs/options.md advises it for small records; Spark's source
@@ -184,7 +184,16 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
     return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"])
 
 
+def _settle(spark) -> None:
+    """Collect the JVM's garbage of the runs before and let its threads go quiet, so that a
+    short run does not pay for the long run before it (the N read followed another reader's 5N
+    read: its CPU came out above the 5N read's, the marginal CPU negative)."""
+    spark.sparkContext._jvm.java.lang.System.gc()
+    time.sleep(1.0)
+
+
 def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
+    _settle(spark)
     for attempt in range(1, 4):
         b0 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
         try:
@@ -279,7 +288,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sustained-s", type=float, default=60.0, help="seconds of the processingTime run; 0: skip it")
     ap.add_argument("--readers", default="spark,groupkafka,groupkafka-packed,floor", help=f"of {', '.join(READER_NAMES)}")
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session of every reader (repeatable), e.g. "
+                         "spark.python.unix.domain.socket.enabled=true")
     args = ap.parse_args(argv)
+    extra_conf = dict(c.split("=", 1) for c in args.conf)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -294,12 +307,12 @@ def main(argv=None) -> int:
     # Spark's Python processes connect back within 15 s by default: on a machine loaded by others
     # the streaming runner missed it and the query failed
     spark = spark_session(args.cores, jars if SPARK in readers else (),
-                          {"spark.python.authenticate.socketTimeout": "120s"})
+                          {"spark.python.authenticate.socketTimeout": "120s", **extra_conf})
     register_floor(spark)
     print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
           f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger="
           f"{args.max_offsets_per_trigger:,}, warm-up then best of {args.rounds}, order alternating; "
-          f"load {load_average()}")
+          f"load {load_average()}" + (f"; Spark settings {extra_conf}" if extra_conf else ""))
     results = []
     with DevBroker(args.backend, topics={}) as broker:
         first = True

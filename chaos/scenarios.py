@@ -131,9 +131,11 @@ def member_frozen(r: Run) -> None:
 def worker_kill(r: Run) -> None:
     """Three times, 10 s apart, kill -9 the executor Python workers while one is busy (its CPU
     time grows), so the task dies mid-batch. Spark retries a task 4 times (local[1,4]); three
-    kills can never exhaust that, so the query must survive and lose nothing."""
+    kills can never exhaust that, so the query must survive and lose nothing. With
+    maxPartitions=1 (the member's one core) a task reads every partition's range of its batch
+    one after the other, so a kill lands in a task holding several ranges."""
     r.produce(rate=100)
-    a = r.start("a")
+    a = r.start("a", maxPartitions="1")
     r.wait_reading(a)
     kills, deadline = 0, time.monotonic() + 90
     while kills < 3 and time.monotonic() < deadline:
@@ -313,7 +315,8 @@ SCENARIOS = [
     Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint",
          quick=CLASSIC),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
-    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),
+    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart "
+         "(maxPartitions=1: one task per batch reads every range)"),
     Spec("broker_outage", broker_outage, "leader of 3 of 8 partitions and the coordinator down 20 s",
          partitions=8, backends=MOCK),
     Spec("coordinator_moved", coordinator_moved, "the group coordinator moved 4 times", backends=MOCK),
