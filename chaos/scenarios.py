@@ -104,13 +104,16 @@ def _plain_churn(r: Run, query_options: dict[str, str], assignor: str | None) ->
 
 
 def driver_kill9(r: Run) -> None:
+    """kill -9 the member mid-stream and restart it from its checkpoint. Its batches run as one
+    task (maxPartitions=1, its one core): the replay after the restart reads every range of the
+    logged batch in that one task."""
     r.produce()
-    a = r.start("a")
+    a = r.start("a", maxPartitions="1")
     r.wait_reading(a)
     r.wait_reading(a, batches=3)
     r.kill9(a)
     r.sleep(2)
-    a = r.start("a")  # the same checkpoint: Spark replays the planned batch
+    a = r.start("a", maxPartitions="1")  # the same checkpoint: Spark replays the planned batch
     r.wait_reading(a)
 
 
@@ -131,11 +134,9 @@ def member_frozen(r: Run) -> None:
 def worker_kill(r: Run) -> None:
     """Three times, 10 s apart, kill -9 the executor Python workers while one is busy (its CPU
     time grows), so the task dies mid-batch. Spark retries a task 4 times (local[1,4]); three
-    kills can never exhaust that, so the query must survive and lose nothing. With
-    maxPartitions=1 (the member's one core) a task reads every partition's range of its batch
-    one after the other, so a kill lands in a task holding several ranges."""
+    kills can never exhaust that, so the query must survive and lose nothing."""
     r.produce(rate=100)
-    a = r.start("a", maxPartitions="1")
+    a = r.start("a")
     r.wait_reading(a)
     kills, deadline = 0, time.monotonic() + 90
     while kills < 3 and time.monotonic() < deadline:
@@ -312,11 +313,11 @@ SCENARIOS = [
     Spec("consumer_churn", consumer_churn,
          "plain consumers (group.protocol=consumer; Java on Kafka, librdkafka on the mock) join and leave "
          "the query", protocols=CONSUMER, java_on=KAFKA),
-    Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint",
+    Spec("driver_kill9", driver_kill9, "the member's processes kill -9, restart from the checkpoint "
+         "(maxPartitions=1: a batch is one task)",
          quick=CLASSIC),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
-    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart "
-         "(maxPartitions=1: one task per batch reads every range)"),
+    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),
     Spec("broker_outage", broker_outage, "leader of 3 of 8 partitions and the coordinator down 20 s",
          partitions=8, backends=MOCK),
     Spec("coordinator_moved", coordinator_moved, "the group coordinator moved 4 times", backends=MOCK),
