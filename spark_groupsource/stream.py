@@ -17,8 +17,9 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_groupsource import config as opt
 from spark_groupsource.planning.admission import default_read_limit, limits_for
+from spark_groupsource.planning.batch_plan import plan_tasks
 from spark_groupsource.planning.offsets import StreamOffset
-from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
+from spark_groupsource.ranges import OffsetRange, RangeInputPartition
 
 if TYPE_CHECKING:  # the driver's machinery (group member, kafka-python) stays off executors
     from spark_groupsource.planning.stream_driver import StreamDriver
@@ -94,13 +95,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         planned = d.planned.get(end_json)
         by_tp = planned[1] if planned is not None else d.replay_ranges(end_json)
         ranges = [OffsetRange(tp.topic, tp.partition, s, u) for tp, (s, u) in sorted(by_tp.items()) if u > s]
-        tasks = split_ranges(
-            ranges,
-            min_partitions=self.opts.min_partitions,
-            max_records_per_partition=self.opts.max_records_per_partition,
-            max_partitions=self.opts.max_partitions,
-        )
-        return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
+        return plan_tasks(ranges, self.opts)
 
     def commit(self, end) -> None:
         d = self._driver_state

@@ -279,7 +279,9 @@ def _on_data_loss(
     return keep
 
 
-def plan_tasks(ranges: Iterable[OffsetRange], opts: opt.BatchOptions) -> list[RangeInputPartition]:
+def plan_tasks(ranges: Iterable[OffsetRange], opts: opt.CommonOptions) -> list[RangeInputPartition]:
+    """The Spark tasks of a batch or micro-batch (minPartitions, maxRecordsPerPartition,
+    maxPartitions)."""
     tasks = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition,
                          opts.max_partitions)
     return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
