@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import logging
 import os
 import re
 import shutil
@@ -38,11 +39,15 @@ from dataclasses import dataclass, field
 
 from .errors import DevBrokerError
 
+log = logging.getLogger("spark_groupsource.devbroker")
+
 #: A Kafka distribution (``libs/``) or a ``lib/broker`` + ``lib/clients`` tree to run instead.
 KAFKA_HOME_ENV = "GROUPKAFKA_KAFKA_HOME"
 #: JVM heap options of every node (the default keeps a 3-node cluster under 1.5 GB).
 KAFKA_HEAP_ENV = "GROUPKAFKA_KAFKA_HEAP_OPTS"
 DEFAULT_HEAP = "-Xmx512m -Xms128m"
+#: How often a new cluster is started again on fresh ports when a node dies while starting.
+_START_ATTEMPTS = 3
 
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_KAFKA = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka"))
@@ -192,6 +197,20 @@ def kafka_missing(home: str | None = None) -> str | None:
     return None
 
 
+#: A line of a node's output that says why it stopped (the JVM prints the cause before the
+#: last line, "Exiting Kafka due to fatal exception during startup").
+_CAUSE = re.compile(r"(Caused by: )?[\w.$]+(Exception|Error): ")
+
+
+def _tail_lines(path: str, size: int = 200_000) -> list[str]:
+    """The non-empty lines of the last ``size`` bytes of a log (none if it cannot be read)."""
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - size))
+        return [ln.strip() for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+    return []
+
+
 def _cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, base64url (what ``kafka-storage random-uuid`` makes);
     never starting with '-', which the storage tool would read as an option."""
@@ -295,16 +314,14 @@ class KafkaCluster:
 
     # -- set-up ---------------------------------------------------------------------------------
     def _allocate(self, port: int | None) -> None:
-        from ._ports import free_port, port_in_use
+        from ._ports import listen_port, port_in_use
 
         if port is not None and port_in_use(port):
             raise DevBrokerError(f"port {port} is in use on 127.0.0.1")
         ports: list[int] = [port] if port is not None else []
         per_node = 2 + len(self.extra_listeners)
         while len(ports) < per_node * self.brokers:
-            p = free_port()
-            if p not in ports:
-                ports.append(p)
+            ports.append(listen_port(exclude=set(ports)))
         clients, controllers = ports[: self.brokers], ports[self.brokers : 2 * self.brokers]
         extra = iter(ports[2 * self.brokers :])
         for i in range(self.brokers):
@@ -358,13 +375,47 @@ class KafkaCluster:
 
     def start(self, timeout: float = 90.0, port: int | None = None) -> None:
         """Format and start every node (the first on ``port`` if given); return when all of them
-        serve Metadata."""
-        self._allocate(port)
+        serve Metadata. A node that dies while the new cluster starts (a port taken between
+        choosing and binding it, seen once in CI) gets the whole cluster started again on fresh
+        ports, up to ``_START_ATTEMPTS`` times; the dead node's logs are kept and named."""
+        attempts = 1 if port is not None else _START_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            self._allocate(port)
+            try:
+                for node in self.nodes:
+                    self._format(node, self._write_config(node))
+                for node in self.nodes:
+                    self.start_node(node.node_id, wait=False)
+                self.wait_ready(timeout)
+                return
+            except DevBrokerError as exc:
+                died = self.died()
+                kept = self._keep_logs()
+                self._discard_nodes()
+                where = f"; the nodes' logs are kept in {kept}" if kept else ""
+                if died is None or attempt == attempts:
+                    raise DevBrokerError(f"{exc}{where}") from exc
+                log.warning("kafka cluster start, attempt %d of %d: %s%s; starting again on fresh "
+                            "ports", attempt, attempts, died, where)
+
+    def _keep_logs(self) -> str | None:
+        """Copy the nodes' logs out of the work directory (deleted on close) for a post-mortem."""
+        kept = None
         for node in self.nodes:
-            self._format(node, self._write_config(node))
+            for name in ("stdout.log", "server.log"):
+                path = os.path.join(node.workdir, name)
+                if os.path.exists(path):
+                    kept = kept or tempfile.mkdtemp(prefix="groupkafka-kafka-failed-")
+                    with contextlib.suppress(OSError):
+                        shutil.copy(path, os.path.join(kept, f"node{node.node_id}-{name}"))
+        return kept
+
+    def _discard_nodes(self) -> None:
+        """Stop the nodes of a failed start and forget them, data included."""
+        self._stop_all(20.0)
         for node in self.nodes:
-            self.start_node(node.node_id, wait=False)
-        self.wait_ready(timeout)
+            shutil.rmtree(node.workdir, ignore_errors=True)
+        self.nodes = []
 
     def start_node(self, node_id: int, wait: bool = True, timeout: float = 90.0) -> None:
         """Start (or restart) one node with its old ports and data."""
@@ -458,18 +509,18 @@ class KafkaCluster:
     def node_died(self, node: KafkaNode) -> str | None:
         if node.proc is None or node.stopped_on_purpose or node.proc.poll() is None:
             return None
-        tail = ""
-        with contextlib.suppress(OSError), open(os.path.join(node.workdir, "stdout.log"), "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 2000))
-            lines = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
-            tail = lines[-1].strip() if lines else ""
-        if not tail:
-            with contextlib.suppress(OSError), open(node.log_path, "rb") as f:
-                lines = [ln for ln in f.read().decode(errors="replace").splitlines() if " ERROR " in ln]
-                tail = lines[-1].strip() if lines else ""
+        why = ""
+        for path in (os.path.join(node.workdir, "stdout.log"), node.log_path):
+            lines = _tail_lines(path)
+            if lines:
+                # the first exception says why (e.g. a port taken); the last error says what
+                # Kafka did about it ("Exiting Kafka due to fatal exception during startup")
+                causes = [ln for ln in lines if _CAUSE.match(ln)][:1]
+                errors = [ln for ln in lines if " ERROR " in ln][-1:] or lines[-1:]
+                why = " | ".join(dict.fromkeys([*causes, *errors]))
+                break
         return (f"kafka node {node.node_id} exited unexpectedly (code {node.proc.returncode})"
-                + (f": {tail[:300]}" if tail else f"; see {node.log_path}"))
+                + (f": {why[:600]}" if why else f"; see {node.log_path}"))
 
     def died(self) -> str | None:
         for node in self.nodes:
@@ -481,6 +532,11 @@ class KafkaCluster:
     # -- tear-down ------------------------------------------------------------------------------
     def close(self, timeout: float = 20.0) -> None:
         """Stop every node (all at once: SIGTERM, SIGKILL after ``timeout``), delete the data."""
+        self._stop_all(timeout)
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _stop_all(self, timeout: float) -> None:
         procs = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
         for n in self.nodes:
             n.stopped_on_purpose = True
@@ -495,8 +551,6 @@ class KafkaCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=30)
-        if self._own_dir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def info(self) -> dict[str, object]:
         return {
