@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from helpers import children_of
-from spark_groupsource.devbroker._ports import free_port
+from spark_groupsource.devbroker._ports import listen_port
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pyspark's launch scripts, installed next to the test interpreter by ``pip install pyspark``.
@@ -225,16 +225,16 @@ def standalone_cluster(workdir: Path, *, cores: int = 2, memory: str = "2g", sta
     workdir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in spark_env(sys.executable).items() if not k.startswith("PYSPARK_")}
     spark_class = str(SPARK_BIN / "spark-class")
-    port = free_port()
+    port = listen_port()
     url = f"spark://127.0.0.1:{port}"
     procs: list[Proc] = []
     try:
         master = Proc("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                 "--port", str(port), "--webui-port", str(free_port())],
+                                 "--port", str(port), "--webui-port", str(listen_port())],
                       workdir / "master.log", env=env, cwd=workdir)
         procs.append(master)
         worker = Proc("worker", [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                 "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                                 "--cores", str(cores), "--memory", memory, "--webui-port", str(listen_port()),
                                  "--work-dir", str(workdir / "work"), url],
                       workdir / "worker.log", env=env, cwd=workdir)
         procs.append(worker)
@@ -274,7 +274,7 @@ def connect_server(workdir: Path, python: str | Path, *, master: str = "local[2]
     """A Spark Connect server whose Python (data source runner, workers) is ``python``;
     yields its ``sc://`` URL."""
     workdir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = listen_port()
     cmd = spark_submit_cmd(master, python, "--class", CONNECT_SERVER_CLASS, "--name", "groupkafka-connect-test",
                            conf={"spark.connect.grpc.binding.address": "127.0.0.1",
                                  "spark.connect.grpc.binding.port": str(port)})

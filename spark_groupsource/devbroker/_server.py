@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from ._ports import free_port, port_in_use
+from ._ports import listen_port, port_in_use
 from .errors import DevBrokerError
 
 BACKENDS = ("mock", "kafka", "tansu")
@@ -277,7 +277,7 @@ class TansuHost(_Host):
         binary = find_tansu()
         attempts = 1 if self.port else 3
         for attempt in range(attempts):
-            port = self.port or free_port()
+            port = self.port or listen_port()
             if port_in_use(port):
                 if self.port:
                     raise DevBrokerError(f"port {port} is in use on 127.0.0.1")

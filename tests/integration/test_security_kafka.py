@@ -421,7 +421,7 @@ def test_secrets_appear_in_no_log_event_log_or_output(spark, secure, unique_name
 def test_an_unreachable_tls_port_fails_within_the_bound_naming_it(spark, secure, unique_name, tmp_path):
     """Nothing listens there: an outage, not a refusal, so it fails after groupJoinTimeoutMs
     (the stream) or the offset retries (a batch read), saying which servers, which protocol."""
-    from spark_groupsource.devbroker._server import free_port
+    from spark_groupsource.devbroker._ports import free_port
 
     topic = unique_name("sec")
     secure.create_topic(topic, 1)
