@@ -72,11 +72,13 @@ BEFORE = "groupkafka, py+rdkafka dflt"
 #: groupkafka with maxPartitions set to the session's cores (filled in by main()): the ranges of a
 #: batch packed into one task per core, as docs/options.md advises for small records
 PACKED = "groupkafka, maxPartitions"
+#: PACKED with the options of ``--tuned`` on top (filled in by main()): a setting under trial
+TUNED = "groupkafka, packed+tuned"
 VARIANT_OPTIONS = {PYTHON_PATH: {"fetcher": "python"},
                    BEFORE: {"fetcher": "python", "kafka.fetch.queue.backoff.ms": "1000"},
-                   PACKED: {}}
+                   PACKED: {}, TUNED: {}}
 READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-python": PYTHON_PATH,
-                "groupkafka-before": BEFORE, "groupkafka-packed": PACKED}
+                "groupkafka-before": BEFORE, "groupkafka-packed": PACKED, "groupkafka-tuned": TUNED}
 
 
 @dataclass(frozen=True)
@@ -291,6 +293,9 @@ def main(argv=None) -> int:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for the session of every reader (repeatable), e.g. "
                          "spark.python.unix.domain.socket.enabled=true")
+    ap.add_argument("--tuned", action="append", default=[], metavar="KEY=VALUE",
+                    help="a groupkafka option of the groupkafka-tuned reader (repeatable): groupkafka-packed "
+                         "with these on top, to compare a setting side by side")
     args = ap.parse_args(argv)
     extra_conf = dict(c.split("=", 1) for c in args.conf)
     if args.rounds < 1:
@@ -299,6 +304,7 @@ def main(argv=None) -> int:
     codecs = [c.strip() for c in args.codecs.split(",") if c.strip()]
     wanted = [READER_NAMES[r.strip()] for r in args.readers.split(",") if r.strip()]
     VARIANT_OPTIONS[PACKED] = {"maxPartitions": str(args.cores)}
+    VARIANT_OPTIONS[TUNED] = {**VARIANT_OPTIONS[PACKED], **dict(t.split("=", 1) for t in args.tuned)}
     chosen = side_by_side_readers(args.backend)
     if chosen is None:
         return 0
@@ -321,7 +327,7 @@ def main(argv=None) -> int:
                 results.append((size, codec, _workload(spark, broker, readers, size, codec, args, warm=first)))
                 first = False
         sustained = {}
-        kafka_readers = [r for r in readers if r in (SPARK, OURS, PACKED)]
+        kafka_readers = [r for r in readers if r in (SPARK, OURS, PACKED, TUNED)]
         if args.sustained_s > 0 and kafka_readers:
             size = sizes[0]
             print(f"\nsustained: processingTime 1 s, startingOffsets=latest, {args.sustained_s:.0f}s per reader while a "
@@ -345,7 +351,7 @@ def main(argv=None) -> int:
             rel_cpu = f"{ratio(m.cpu_per_million, theirs.cpu_per_million):.2f}x" if theirs else "-"
             print(f"  {f'{size} B {codec}':<14}{reader:<22}{m.rate:>12,.0f}{rel_rate:>9}{m.cpu_per_million:>9.2f}"
                   f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}")
-    for reader in (OURS, PACKED):
+    for reader in (OURS, PACKED, TUNED):
         if SPARK in sustained and reader in sustained:
             print(f"  sustained {reader} / Spark's source: {ratio(sustained[reader], sustained[SPARK]):.2f}x")
     return 0

@@ -25,6 +25,10 @@ _MEMBER_ONLY = frozenset(
 )
 
 
+#: librdkafka's prefetch per fetcher, in KiB (``queued.max.messages.kbytes``; see fetcher_config)
+PREFETCH_KBYTES = 4096
+
+
 def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     """Configuration for the executors' confluent-kafka ``Consumer``.
 
@@ -54,9 +58,21 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     # bench/fetch_cpu.py (1.01 -> 0.72 s) but not inside Spark (bench/steady_state.py, 10 KB,
     # 2026-11-26, load 14-20: 14,200 marginal records/s with 8 MiB and this backoff against
     # 17,200 with librdkafka's defaults for both; Spark's source 37,700), so it was not kept.
+    #
+    # librdkafka prefetches a partition until its queue holds queued.min.messages (100,000) or
+    # queued.max.messages.kbytes (64 MiB), and decodes (decompresses, parses) every fetched
+    # record as it arrives. A task stops at its range end and drops the rest: with ranges of
+    # 31,250 records of 100 B (maxOffsetsPerTrigger 250,000 over 8 partitions) most of what was
+    # decoded was thrown away. 4 MiB (four fetches of max.partition.fetch.bytes, one Arrow
+    # batch's maxBytesPerArrowBatch) keeps fetches ahead of the task and bounds the waste and
+    # each fetcher's memory. Measured on Kafka 4.3.1 (2026-11-26, bench/fetch_cpu.py, native
+    # path): 100 B lz4 0.69 -> 0.35 CPU-s per million in ranges of 31,250; ranges of 125,000
+    # no slower (0.32/0.38 -> 0.25/0.25 CPU-s/M, none/lz4). Inside Spark, bench/steady_state.py
+    # with maxPartitions=2: see docs/benchmarks.md ("Prefetch bounded").
     config: dict[str, Any] = {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
+        "queued.max.messages.kbytes": PREFETCH_KBYTES,
     }
     config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
     config.update(opts.security.librdkafka())

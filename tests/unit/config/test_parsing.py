@@ -482,6 +482,13 @@ def test_fetcher_config_fetches_again_soon_unless_told_otherwise() -> None:
     assert fetcher_config(stream(**{"kafka.fetch.queue.backoff.ms": "1000"}))["fetch.queue.backoff.ms"] == "1000"
 
 
+def test_fetcher_config_bounds_the_prefetch_unless_told_otherwise() -> None:
+    # librdkafka's 64 MiB / 100,000 records ahead were decoded and thrown away at range ends
+    assert fetcher_config(stream())["queued.max.messages.kbytes"] == 4096
+    told = stream(**{"kafka.queued.max.messages.kbytes": "65536"})
+    assert fetcher_config(told)["queued.max.messages.kbytes"] == "65536"
+
+
 def test_fetcher_config_is_accepted_by_confluent_kafka() -> None:
     from confluent_kafka import Consumer
 
