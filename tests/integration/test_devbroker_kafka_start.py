@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 
 import pytest
@@ -50,5 +51,8 @@ def test_a_node_that_cannot_bind_gets_the_cluster_started_again(monkeypatch, cap
     assert len(warnings) == 1, caplog.text
     assert "exited unexpectedly" in warnings[0] and "Address already in use" in warnings[0], warnings[0]
     kept = warnings[0].split("logs are kept in ")[1].split(";")[0]
-    with open(os.path.join(kept, "node1-server.log"), errors="replace") as f:
-        assert "Address already in use" in f.read()
+    try:
+        with open(os.path.join(kept, "node1-server.log"), errors="replace") as f:
+            assert "Address already in use" in f.read()
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
