@@ -59,6 +59,8 @@ DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commi
 #: there), getBatch, walCommit (Spark's offset log; Spark calls the source's commit of the
 #: previous batch in it) and commitOffsets (Spark's commit log)
 SOURCE_PARTS = ("latestOffset", "getBatch", "walCommit", "commitOffsets")
+#: groupkafka with ``--max-partitions`` (a reader only when that is given)
+PACKED = "groupkafka, maxPartitions"
 
 
 def trickle(bootstrap: str, topic: str, partitions: int, rate: float, stop: threading.Event) -> None:
@@ -97,7 +99,7 @@ def _partitions_read(progress: dict) -> int:
 
 
 def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigger_ms: int, session_ms: int,
-            exclude: list[int], partitions: int, rate: float) -> dict:
+            exclude: list[int], partitions: int, rate: float, max_partitions: int | None = None) -> dict:
     """Run ``reader``'s query (processingTime trigger, startingOffsets=latest, noop sink) while
     the trickle goes on: wait for its first batch with data and the warm-up, then measure
     ``batches`` batches with data."""
@@ -108,9 +110,11 @@ def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigge
         r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
              .option("startingOffsets", "latest"))
-    if reader == OURS:
+    if reader in (OURS, PACKED):
         r = (r.option("kafka.group.id", f"bench-small-{time.time_ns()}")
              .option("kafka.session.timeout.ms", str(session_ms)))
+    if reader == PACKED:
+        r = r.option("maxPartitions", str(max_partitions))
     df = r.load()
     with tempfile.TemporaryDirectory() as ck:
         q = (df.writeStream.format("noop").option("checkpointLocation", ck)
@@ -134,7 +138,7 @@ def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigge
     return {
         "reader": reader, "load": f"{load} -> {load_average()}", "triggers": len(progress), "batches": len(with_data),
         "rows": statistics.mean(p["numInputRows"] for p in with_data),
-        "tasks": statistics.mean(_partitions_read(p) for p in with_data),
+        "tasks": statistics.mean(min(_partitions_read(p), max_partitions or partitions) for p in with_data),
         "parts": part_ms, "driver": sum(part_ms[k] for k in DRIVER_PARTS),
         "source": sum(part_ms[k] for k in SOURCE_PARTS),
         "trigger": statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in with_data),
@@ -154,6 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"],
                     help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
+    ap.add_argument("--max-partitions", type=int, default=None,
+                    help="adds groupkafka with this maxPartitions as a reader")
     args = ap.parse_args(argv)
     chosen = side_by_side_readers(args.backend)
     if chosen is None:
@@ -161,7 +167,7 @@ def main(argv=None) -> int:
     readers, jars = chosen
     spark = spark_session(args.cores, jars)
     register_floor(spark)
-    readers = [*readers, FLOOR]
+    readers = [*readers, *([PACKED] if args.max_partitions else []), FLOOR]
     topic = "small"
     runs = []
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
@@ -175,7 +181,8 @@ def main(argv=None) -> int:
             for rnd in range(args.rounds):
                 for reader in (readers if rnd % 2 == 0 else readers[::-1]):
                     runs.append(measure(spark, reader, broker.bootstrap, topic, args.batches, args.trigger_ms,
-                                        broker.recommended_session_timeout_ms, exclude, args.partitions, args.rate))
+                                        broker.recommended_session_timeout_ms, exclude, args.partitions, args.rate,
+                                        args.max_partitions))
         finally:
             stop.set()
             producer.join(30)
@@ -203,6 +210,11 @@ def main(argv=None) -> int:
               f"{ours['source'] / theirs['source']:.2f}x (goal <= 1), driver total "
               f"{ours['driver'] / theirs['driver']:.2f}x, whole trigger {ours['trigger'] / theirs['trigger']:.2f}x, "
               f"CPU per trigger {ours['cpu_ms'] / theirs['cpu_ms']:.2f}x")
+        if PACKED in best:
+            packed = best[PACKED]
+            print(f"ratio groupkafka maxPartitions={args.max_partitions} / Spark's source: driver cost "
+                  f"{packed['source'] / theirs['source']:.2f}x, whole trigger {packed['trigger'] / theirs['trigger']:.2f}x, "
+                  f"CPU per trigger {packed['cpu_ms'] / theirs['cpu_ms']:.2f}x")
     floor = best[FLOOR]
     print(f"the Python source floor (offsets of {args.partitions:,} partitions, no Kafka): driver cost (queryPlanning "
           f"excluded) {floor['source']:.0f} ms, driver total {floor['driver']:.0f} ms; groupkafka / floor "
