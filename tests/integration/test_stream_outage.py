@@ -5,7 +5,6 @@ deleted records the query had not read yet (``failOnDataLoss`` both ways)."""
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,7 +26,7 @@ from test_stream_support import (
 )
 
 from assignment.model import TopicPartition
-from helpers import Record, wait_until
+from helpers import Record, closed_port, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.errors import BrokerError
 from spark_groupsource.planning.offset_reader import OffsetReader, RetryPolicy
@@ -60,12 +59,6 @@ def _eight_partitions(b: DevBroker, name: str) -> list[TopicPartition]:
     topic = _topic_led_round_robin(b, name)
     produce(b.bootstrap, topic, 16, 8)
     return [TopicPartition(topic, p) for p in range(8)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_offset_reader_answers_around_a_broker_that_is_down(three_brokers: DevBroker) -> None:
@@ -207,7 +200,11 @@ def test_outage_longer_than_the_bound_fails_the_query_clearly(spark: Any, three_
 
 
 def test_unreachable_bootstrap_fails_the_stream_within_the_bound(spark: Any, unique_name: Any, tmp_path: Any) -> None:
-    bootstrap = f"127.0.0.1:{_free_port()}"
+    with closed_port() as port:
+        _unreachable_stream(spark, unique_name, tmp_path, f"127.0.0.1:{port}")
+
+
+def _unreachable_stream(spark: Any, unique_name: Any, tmp_path: Any, bootstrap: str) -> None:
     group, name = unique_name("g"), table_name(unique_name)
     df = (spark.readStream.format("groupkafka")
           .option("kafka.bootstrap.servers", bootstrap).option("kafka.group.id", group)
@@ -228,9 +225,9 @@ def test_unreachable_bootstrap_fails_the_stream_within_the_bound(spark: Any, uni
 
 
 def test_unreachable_bootstrap_fails_a_batch_read_within_the_retries(spark: Any) -> None:
-    bootstrap = f"127.0.0.1:{_free_port()}"
     started = time.monotonic()
-    with pytest.raises(Exception) as info:
+    with closed_port() as port, pytest.raises(Exception) as info:
+        bootstrap = f"127.0.0.1:{port}"
         (spark.read.format("groupkafka").option("kafka.bootstrap.servers", bootstrap)
          .option("subscribe", "nothing").option("fetchOffset.numRetries", "1")
          .option("fetchOffset.retryIntervalMs", "100").load().count())
