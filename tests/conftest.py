@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import socket
 import sys
 import uuid
 import warnings
@@ -408,3 +409,15 @@ def new_topic(broker: Any, unique_name: Callable[..., str]) -> Callable[..., str
         return name
 
     return make
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port where nothing listens, for the test's duration: a socket holds it bound
+    without listening, so a connection is refused. A port merely found free could be taken
+    meanwhile (Spark's Python worker daemon listens on an ephemeral port too), or, being in the
+    ephemeral range, become a client's own local port: the client then connects to itself
+    (seen in CI: a TLS client read its own ClientHello and called it a PLAINTEXT port)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]

@@ -6,14 +6,12 @@ dev brokers and an external cluster alike.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -491,14 +489,3 @@ def run_tree(cmd: list[str], *, timeout: float, **popen: Any) -> subprocess.Comp
                                  f"its output:\n{(out or '')[-6000:]}\n{(err or '')[-3000:]}") from None
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
-
-@contextlib.contextmanager
-def closed_port() -> Iterator[int]:
-    """A loopback port where nothing listens, for as long as the block runs: a socket holds it
-    bound without listening, so a connection is refused. A port merely found free could be
-    taken meanwhile (Spark's Python worker daemon listens on an ephemeral port too), or, being
-    in the ephemeral range, become a client's own local port: the client then connects to
-    itself (seen in CI: a TLS client read its own ClientHello and called it a PLAINTEXT port)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
-        held.bind(("127.0.0.1", 0))
-        yield held.getsockname()[1]

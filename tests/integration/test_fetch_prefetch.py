@@ -4,7 +4,7 @@ A fetcher reads a range and stops at its end; librdkafka keeps fetching ahead of
 (decompresses, parses) every record it fetched, used or not. ``fetcher_config`` bounds that
 (``queued.max.messages.kbytes`` 4 MiB, see the comment there): this checks on a real broker that
 the setting bounds what an assigned partition fetches ahead of a reader that stopped, and that
-that it did fetch ahead up to the bound.
+librdkafka did fetch ahead up to the bound.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from test_stream_support import (
     wait_rows,
 )
 
-from helpers import closed_port, committed_offsets, wait_until
+from helpers import committed_offsets, wait_until
 from spark_groupsource.backfill import BackfillPlan
 from spark_groupsource.devbroker import DevBrokerError, kafka_missing
 from tlsfiles import KEY_PASSWORD, STORE_PASSWORD
@@ -418,16 +418,13 @@ def test_secrets_appear_in_no_log_event_log_or_output(spark, secure, unique_name
                       output=all_text(str(tmp_path / "out")))
 
 
-def test_an_unreachable_tls_port_fails_within_the_bound_naming_it(spark, secure, unique_name, tmp_path):
+def test_an_unreachable_tls_port_fails_within_the_bound_naming_it(spark, secure, unique_name, tmp_path,
+                                                                  closed_port):
     """Nothing listens there: an outage, not a refusal, so it fails after groupJoinTimeoutMs
     (the stream) or the offset retries (a batch read), saying which servers, which protocol."""
     topic = unique_name("sec")
     secure.create_topic(topic, 1)
-    with closed_port() as port:
-        _unreachable_tls(spark, secure, unique_name, tmp_path, topic, f"127.0.0.1:{port}")
-
-
-def _unreachable_tls(spark, secure, unique_name, tmp_path, topic: str, bootstrap: str) -> None:
+    bootstrap = f"127.0.0.1:{closed_port}"
     _, security, secrets = case_options(secure, "ssl")
     options = {"kafka.bootstrap.servers": bootstrap, **security}
     exc = failure_of_stream(spark, {**options, "kafka.group.id": unique_name("g"), "groupJoinTimeoutMs": "8000"},

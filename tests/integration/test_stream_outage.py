@@ -26,7 +26,7 @@ from test_stream_support import (
 )
 
 from assignment.model import TopicPartition
-from helpers import Record, closed_port, wait_until
+from helpers import Record, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.errors import BrokerError
 from spark_groupsource.planning.offset_reader import OffsetReader, RetryPolicy
@@ -199,12 +199,9 @@ def test_outage_longer_than_the_bound_fails_the_query_clearly(spark: Any, three_
         stop(q)
 
 
-def test_unreachable_bootstrap_fails_the_stream_within_the_bound(spark: Any, unique_name: Any, tmp_path: Any) -> None:
-    with closed_port() as port:
-        _unreachable_stream(spark, unique_name, tmp_path, f"127.0.0.1:{port}")
-
-
-def _unreachable_stream(spark: Any, unique_name: Any, tmp_path: Any, bootstrap: str) -> None:
+def test_unreachable_bootstrap_fails_the_stream_within_the_bound(spark: Any, unique_name: Any, tmp_path: Any,
+                                                                  closed_port: int) -> None:
+    bootstrap = f"127.0.0.1:{closed_port}"
     group, name = unique_name("g"), table_name(unique_name)
     df = (spark.readStream.format("groupkafka")
           .option("kafka.bootstrap.servers", bootstrap).option("kafka.group.id", group)
@@ -224,10 +221,10 @@ def _unreachable_stream(spark: Any, unique_name: Any, tmp_path: Any, bootstrap: 
         stop(q)
 
 
-def test_unreachable_bootstrap_fails_a_batch_read_within_the_retries(spark: Any) -> None:
+def test_unreachable_bootstrap_fails_a_batch_read_within_the_retries(spark: Any, closed_port: int) -> None:
+    bootstrap = f"127.0.0.1:{closed_port}"
     started = time.monotonic()
-    with closed_port() as port, pytest.raises(Exception) as info:
-        bootstrap = f"127.0.0.1:{port}"
+    with pytest.raises(Exception) as info:
         (spark.read.format("groupkafka").option("kafka.bootstrap.servers", bootstrap)
          .option("subscribe", "nothing").option("fetchOffset.numRetries", "1")
          .option("fetchOffset.retryIntervalMs", "100").load().count())
