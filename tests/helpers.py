@@ -488,4 +488,3 @@ def run_tree(cmd: list[str], *, timeout: float, **popen: Any) -> subprocess.Comp
             raise AssertionError(f"{' '.join(cmd[:4])} ... ran past {timeout:.0f}s and was stopped; "
                                  f"its output:\n{(out or '')[-6000:]}\n{(err or '')[-3000:]}") from None
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
