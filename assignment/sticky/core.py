@@ -461,13 +461,15 @@ def _water_fill(pending, gmembers, g, owner, counts, held) -> None:
 
 
 def _balance(group_members, owner, counts, held, racks) -> None:
-    """Move partitions until no member could give one to an eligible member with two fewer."""
-    ng = len(group_members)
-    changed = True
-    while changed:
-        changed = False
-        for g in range(ng):
-            gm = group_members[g]
+    """Move partitions until no member could give one to an eligible member with two fewer.
+
+    The group holding the most-loaded member goes first: relieving it may
+    balance the other groups too, where a group-by-group sweep could move a
+    partition that did not need to move.
+    """
+    while True:
+        best = None
+        for g, gm in enumerate(group_members):
             if len(gm) < 2:
                 continue
             holders = [m for m in gm if held[m].get(g)]
@@ -475,10 +477,13 @@ def _balance(group_members, owner, counts, held, racks) -> None:
                 continue
             hi = max(counts[m] for m in holders)
             lo = min(counts[m] for m in gm)
-            if hi <= lo + 1:
-                continue
-            if _balance_group(g, gm, holders, owner, counts, held, racks):
-                changed = True
+            if hi > lo + 1 and (best is None or (hi, hi - lo) > best[0]):
+                best = ((hi, hi - lo), g, holders)
+        if best is None:
+            return
+        _, g, holders = best
+        if not _balance_group(g, group_members[g], holders, owner, counts, held, racks):
+            return
 
 
 def _balance_group(g, gm, holders, owner, counts, held, racks) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from assignment import (
@@ -79,6 +79,14 @@ def moves(before, after):
     return sum(1 for tp, m in owner_map(after).items() if tp in old and old[tp] != m)
 
 
+def reverse_moves(before, after):
+    """Pairs of members that passed partitions of one topic both ways (Java's isSticky test)."""
+    old = owner_map(before)
+    pairs = {(tp.topic, old[tp], m) for tp, m in owner_map(after).items()
+             if tp in old and old[tp] != m}
+    return sorted(p for p in pairs if (p[0], p[2], p[1]) in pairs)
+
+
 @SETTINGS
 @given(groups() | groups(racks=True))
 def test_all_exclusive_assignors_cover_exactly_once(g):
@@ -105,9 +113,26 @@ def test_general_sticky_has_no_improving_move(g):
     assert no_improving_move(cl, subs, a)
 
 
+# Hypothesis found it (CI at 6f53ee9): sticky moved 5 partitions where a fresh assignment of
+# the same members moved 4; mixed subscriptions promise no fewest-moves bound (below)
+_MIXED = (ClusterMetadata({"t0": 8, "t1": 7, "t2": 3, "t3": 2}, {}),
+          {m: Subscription(m, ts) for m, ts in {
+              "m0": ("t1",), "m1": ("t3",), "m2": ("t1", "t2", "t3"), "m3": ("t0", "t2"),
+              "m4": ("t0",), "m5": ("t0", "t1", "t2")}.items()})
+
+
 @SETTINGS
 @given(groups(), st.integers(0, 6), st.integers(0, 2))
+@example(_MIXED, 4, 0)
 def test_rebalance_stays_valid_balanced_and_sticky(g, drop_idx, add):
+    """Stickiness as Java's StickyAssignor tests define it, plus fewest moves when uniform.
+
+    With equal subscriptions the quotas fix how many partitions must move, and the sticky
+    path keeps every other one: it moves no more than a fresh assignment would. With mixed
+    subscriptions Java's general path is a heuristic that puts balance before stickiness
+    (a better-balanced result may move one more partition); its tests check that no two
+    members traded partitions of one topic, which is what is checked here.
+    """
     cl, subs = g
     first = StickyAssignor().assign(cl, subs)
     drop = f"m{drop_idx}" if len(subs) > 1 else None
@@ -116,9 +141,11 @@ def test_rebalance_stays_valid_balanced_and_sticky(g, drop_idx, add):
     a = StickyAssignor().assign(cl, nxt)
     validate_assignment("sticky", cl, nxt, a)
     assert no_improving_move(cl, nxt, a)
-    fresh_subs = {m: Subscription(m, s.topics, rack_id=s.rack_id) for m, s in nxt.items()}
-    fresh = StickyAssignor().assign(cl, fresh_subs)
-    assert moves(first, a) <= moves(first, fresh)
+    assert reverse_moves(first, a) == []
+    if uniform:
+        fresh_subs = {m: Subscription(m, s.topics, rack_id=s.rack_id) for m, s in nxt.items()}
+        fresh = StickyAssignor().assign(cl, fresh_subs)
+        assert moves(first, a) <= moves(first, fresh)
 
 
 @SETTINGS
