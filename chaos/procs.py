@@ -143,6 +143,7 @@ def start_member(name: str, incarnation: int, *, bootstrap: str, topic: str, gro
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env["GROUPKAFKA_LOG_LEVEL"] = "INFO"  # rebalances, acquisitions, commits, data loss: in the log
+    env["GROUPKAFKA_CLIENT_LOG_LEVEL"] = "INFO"  # the group client's connections and join rounds too
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     log = open(log_path, "ab")  # noqa: SIM115 - the child owns it

@@ -189,6 +189,7 @@ class KafkaGroupClient:
         self.callbacks = callbacks
         self.stats = JoinStats()
         self.assigned_generation = -1  # set when an assignment is applied (see GroupState)
+        self.join_sent_at = 0.0  # monotonic time the JoinGroup/SyncGroup round in flight began
         self._sync_delay_s = leader_sync_delay_ms / 1000.0
         # The KIP-429 follow-up JoinGroup after a cooperative revocation waits this long. Kafka
         # answers every member's JoinGroup at once and every parked SyncGroup with the leader's,
@@ -278,8 +279,11 @@ class KafkaGroupClient:
 
     def describe(self) -> str:
         coord = self._coord
+        task = coord._join_task
+        join = ("none" if task is None else "done" if task.is_done
+                else f"in flight {time.monotonic() - self.join_sent_at:.1f}s")
         return (f"state={coord.state} generation={coord._generation} coordinator={coord.coordinator_id} "
-                f"rebalancing={coord.rebalance_in_progress()}")
+                f"rebalancing={coord.rebalance_in_progress()} join={join}")
 
     # ---- offsets ------------------------------------------------------------------------
     def commit(self, offsets: Mapping[TopicPartition, int], timeout_s: float, backoff_s: float,
@@ -537,6 +541,7 @@ async def _join_group_async(self, timeout_ms=None):
                 self.rejoining = True
                 self._disable_heartbeat()
             self._join_task = self._manager.call_soon(self._do_join_and_sync_async)
+            self._groupkafka.join_sent_at = time.monotonic()
         try:
             assignment_bytes = await self._manager.wait_for(self._join_task, timer.timeout_ms)
         except kerr.KafkaTimeoutError:

@@ -167,6 +167,7 @@ def test_coordinator_outage_beyond_the_bound_fails_clearly(cluster, unique_name)
             wait_until(lambda: m.raise_if_failed(), timeout=60, message="the coordinator error")
         assert info.value.step == "coordinator", info.value
         assert group in str(info.value) and cluster.bootstrap.split(",")[0] in str(info.value)
+        assert "join=" in str(info.value)  # whether a JoinGroup/SyncGroup round was waiting
         assert time.monotonic() - t0 < 4 + 15
         assert m.status().cluster_reached_at is not None and m.status().coordinator_missing_since is not None
     finally:
