@@ -28,6 +28,13 @@ citizen:
   generation changed, as the Java client does (``AbstractCoordinator.HeartbeatResponseHandler``:
   ``generationUnchanged()``).
 
+* ``lookup_coordinator``: a FindCoordinator that names a coordinator this member cannot
+  connect to is followed by the next one at once, from the join path and from the heartbeat
+  loop alike: while the coordinator's broker was down, one member sent about 1,700
+  FindCoordinator requests a second and kept a core busy (make chaos broker_outage, mock,
+  2026-11-26). Ours paces successive lookups as Java's ``AbstractCoordinator`` does after an
+  unusable answer: ``retry_backoff_ms``, doubling to 1 s, 20 % jitter (:class:`LookupPacer`).
+
 Two more hooks serve an option for coordinators that answer each member's JoinGroup and
 SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
 the KIP-429 follow-up JoinGroup after a cooperative revocation can wait
@@ -41,6 +48,7 @@ its state, what it reached, one bounded OffsetCommit, OffsetFetch, pause and clo
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 import types
@@ -190,6 +198,7 @@ class KafkaGroupClient:
         self.stats = JoinStats()
         self.assigned_generation = -1  # set when an assignment is applied (see GroupState)
         self.join_sent_at = 0.0  # monotonic time the JoinGroup/SyncGroup round in flight began
+        self.lookups = LookupPacer(int(kwargs.get("retry_backoff_ms", 100)) / 1000.0)
         self._sync_delay_s = leader_sync_delay_ms / 1000.0
         # The KIP-429 follow-up JoinGroup after a cooperative revocation waits this long. Kafka
         # answers every member's JoinGroup at once and every parked SyncGroup with the leader's,
@@ -421,6 +430,33 @@ async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], tim
 
 
 # ---- the coordinator fixes ------------------------------------------------------------------
+class LookupPacer:
+    """When the next coordinator lookup may go out: at once after a quiet spell, else
+    ``base_s`` after the previous one, doubling up to ``max_s`` (Java's retry.backoff.ms and
+    retry.backoff.max.ms, 100 ms and 1 s), with +-20 % jitter. Lookups follow each other only
+    while no usable coordinator is found, so the pause grows only then."""
+
+    def __init__(self, base_s: float, max_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 rand: Callable[[], float] = random.random):
+        self.base_s, self.max_s = base_s, max(max_s, base_s)
+        self._clock, self._rand = clock, rand
+        self._attempts = 0
+        self._last_done: float | None = None
+
+    def next_delay(self) -> float:
+        """Seconds to wait before the lookup about to start (and count it)."""
+        if self._last_done is None or self._clock() - self._last_done > 2 * self.max_s:
+            self._attempts = 0  # the first lookup after a quiet spell goes at once
+        attempts, self._attempts = self._attempts, self._attempts + 1
+        if attempts == 0:
+            return 0.0
+        return min(self.base_s * 2 ** (attempts - 1), self.max_s) * (0.8 + 0.4 * self._rand())
+
+    def done(self) -> None:
+        """A lookup ended (answered or failed)."""
+        self._last_done = self._clock()
+
+
 def _watch_connections(manager, on_connect: Callable[[BaseException | None], None]) -> None:
     """Report each connection attempt's outcome: a refused SASL login or a failed TLS handshake
     is in the connection's init future, which kafka-python's manager logs and drops."""
@@ -491,6 +527,7 @@ def _install(coord, owner: KafkaGroupClient) -> None:
     coord._handle_heartbeat_response = handle_heartbeat_response
     coord._send_heartbeat_request = types.MethodType(_send_heartbeat_request, coord)
     coord._on_join_complete_async = on_join_complete
+    coord.lookup_coordinator = types.MethodType(_lookup_coordinator, coord)
     coord.join_group_async = types.MethodType(_join_group_async, coord)
     coord._do_join_and_sync_async = types.MethodType(_do_join_and_sync_async, coord)
 
@@ -523,6 +560,29 @@ async def _send_heartbeat_request(self):
         self._failed_request(self.coordinator_id, request, exc)
         raise
     return self._handle_heartbeat_response(response, send_time, sent)
+
+
+def _lookup_coordinator(self):
+    """kafka-python 3.0.12's ``lookup_coordinator`` with the lookups paced (``LookupPacer``):
+    one lookup at a time, the next one only after the pause."""
+    with self._lock:
+        if self._find_coordinator_future is not None:
+            return self._find_coordinator_future
+        pacer: LookupPacer = self._groupkafka.lookups
+        delay = pacer.next_delay()
+
+        async def paced():
+            if delay > 0:
+                await self._net.sleep(delay)
+            try:
+                return await self._send_group_coordinator_request()
+            finally:
+                pacer.done()
+
+        future = self._manager.call_soon(paced)
+        self._find_coordinator_future = future
+        future.add_both(self._reset_find_coordinator_future)
+        return future
 
 
 async def _join_group_async(self, timeout_ms=None):

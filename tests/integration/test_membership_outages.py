@@ -153,6 +153,38 @@ def test_coordinator_outage_shorter_than_the_bound_is_survived(cluster, unique_n
         m.close()
 
 
+def test_coordinator_lookups_are_paced_while_the_coordinator_is_down(cluster, unique_name):
+    """kafka-python looks the coordinator up again at once when the one it found cannot be
+    reached: while the coordinator's broker was down one member sent about 1,700
+    FindCoordinator requests a second (make chaos broker_outage). Paced as Java's client
+    paces them (100 ms, doubling to 1 s), 6 s of outage cost about ten; the member then
+    comes back under the same assignment."""
+    topic, group = unique_name("paced"), unique_name("g")
+    cluster.create_topic(topic, 1)
+    coordinator = _coordinator_of(cluster, group)
+    m = group_member(cluster, group, topic, join_timeout_ms=60_000,
+                     client={"session_timeout_ms": 10_000, "request_timeout_ms": 3_000})
+    m.start()
+    try:
+        owned = _joined(m, topic, 1)
+        cluster.mock.broker_down(coordinator)
+        try:
+            time.sleep(1)  # a heartbeat fails: the member looks for the coordinator from now on
+            cluster.mock.start_request_tracking()
+            time.sleep(6)
+            cluster.mock.stop_request_tracking()
+            lookups = sum(1 for _, key in cluster.mock.requests() if key == FIND_COORDINATOR)
+        finally:
+            cluster.mock.broker_up(coordinator)
+        assert 1 <= lookups <= 25, f"{lookups} FindCoordinator requests in 6 s"
+        wait_until(lambda: (s := m.snapshot()).owned and not s.rebalancing, timeout=30, interval=0.5,
+                   message="the member back with its partition after the outage")
+        assert dict(m.snapshot().owned).keys() == owned.keys()
+        m.raise_if_failed()
+    finally:
+        m.close()
+
+
 def test_coordinator_outage_beyond_the_bound_fails_clearly(cluster, unique_name):
     topic, group = unique_name("gone"), unique_name("g")
     cluster.create_topic(topic, 1)
