@@ -1,7 +1,7 @@
 """The only module that touches kafka-python's internals (issue #11).
 
 kafka-python 3.0.12 drives the classic group protocol for us (connections, SASL/SSL, version
-negotiation, coordinator discovery, heartbeats, request encoding). Three of its coordinator's
+negotiation, coordinator discovery, heartbeats, request encoding). Some of its coordinator's
 methods are replaced here, on our instance only, because as shipped they make us a bad group
 citizen:
 
