@@ -28,12 +28,13 @@ citizen:
   generation changed, as the Java client does (``AbstractCoordinator.HeartbeatResponseHandler``:
   ``generationUnchanged()``).
 
-* ``lookup_coordinator``: a FindCoordinator that names a coordinator this member cannot
-  connect to is followed by the next one at once, from the join path and from the heartbeat
-  loop alike: while the coordinator's broker was down, one member sent about 1,700
-  FindCoordinator requests a second and kept a core busy (make chaos broker_outage, mock,
-  2026-11-26). Ours paces successive lookups as Java's ``AbstractCoordinator`` does after an
-  unusable answer: ``retry_backoff_ms``, doubling to 1 s, 20 % jitter (:class:`LookupPacer`).
+* ``_send_group_coordinator_request`` (``lookup_coordinator`` sends it, one at a time): a
+  FindCoordinator that names a coordinator this member cannot connect to is followed by the
+  next one at once, from the join path and from the heartbeat loop alike: while the
+  coordinator's broker was down, one member sent about 1,700 FindCoordinator requests a second
+  and kept a core busy (make chaos broker_outage, mock, 2026-11-26). Ours paces successive
+  lookups as Java's ``AbstractCoordinator`` does after an unusable answer:
+  ``retry_backoff_ms``, doubling to 1 s, 20 % jitter (:class:`LookupPacer`).
 
 Two more hooks serve an option for coordinators that answer each member's JoinGroup and
 SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
@@ -480,6 +481,7 @@ def _install(coord, owner: KafkaGroupClient) -> None:
     base_join_complete = coord._on_join_complete_async
     base_request_rejoin = coord.request_rejoin
     base_heartbeat_response = coord._handle_heartbeat_response
+    base_send_find_coordinator = coord._send_group_coordinator_request
 
     def need_rejoin():
         # a finished join whose result is not read yet must be read, whatever else changed
@@ -509,6 +511,16 @@ def _install(coord, owner: KafkaGroupClient) -> None:
             owner._followup_at = None
         return base_heartbeat_response(response, send_time)
 
+    async def send_group_coordinator_request():
+        # kafka-python's lookup_coordinator sends one of these at a time: pace them there
+        delay = owner.lookups.next_delay()
+        if delay > 0:
+            await coord._net.sleep(delay)
+        try:
+            return await base_send_find_coordinator()
+        finally:
+            owner.lookups.done()
+
     async def on_join_complete(generation, member_id, protocol, assignment_bytes):
         owner.stats.applied.append(generation)
         owner.assigned_generation = generation
@@ -527,7 +539,7 @@ def _install(coord, owner: KafkaGroupClient) -> None:
     coord._handle_heartbeat_response = handle_heartbeat_response
     coord._send_heartbeat_request = types.MethodType(_send_heartbeat_request, coord)
     coord._on_join_complete_async = on_join_complete
-    coord.lookup_coordinator = types.MethodType(_lookup_coordinator, coord)
+    coord._send_group_coordinator_request = send_group_coordinator_request
     coord.join_group_async = types.MethodType(_join_group_async, coord)
     coord._do_join_and_sync_async = types.MethodType(_do_join_and_sync_async, coord)
 
@@ -560,29 +572,6 @@ async def _send_heartbeat_request(self):
         self._failed_request(self.coordinator_id, request, exc)
         raise
     return self._handle_heartbeat_response(response, send_time, sent)
-
-
-def _lookup_coordinator(self):
-    """kafka-python 3.0.12's ``lookup_coordinator`` with the lookups paced (``LookupPacer``):
-    one lookup at a time, the next one only after the pause."""
-    with self._lock:
-        if self._find_coordinator_future is not None:
-            return self._find_coordinator_future
-        pacer: LookupPacer = self._groupkafka.lookups
-        delay = pacer.next_delay()
-
-        async def paced():
-            if delay > 0:
-                await self._net.sleep(delay)
-            try:
-                return await self._send_group_coordinator_request()
-            finally:
-                pacer.done()
-
-        future = self._manager.call_soon(paced)
-        self._find_coordinator_future = future
-        future.add_both(self._reset_find_coordinator_future)
-        return future
 
 
 async def _join_group_async(self, timeout_ms=None):

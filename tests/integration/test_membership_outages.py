@@ -122,20 +122,21 @@ def _coordinator_of(cluster, group: str) -> int:
 
 def _started_member(cluster, topic: str, group: str, partitions: int, join_timeout_ms: int):
     """A started member of ``group`` (coordinator pinned to broker 2) on a new ``topic``, with a
-    10 s session and a 3 s request timeout: (member, topic, group, coordinator)."""
+    10 s session and a 3 s request timeout: (member, coordinator)."""
     cluster.create_topic(topic, partitions)
     coordinator = _coordinator_of(cluster, group)
     m = group_member(cluster, group, topic, join_timeout_ms=join_timeout_ms,
                      client={"session_timeout_ms": 10_000, "request_timeout_ms": 3_000})
     m.start()
-    return m, topic, group, coordinator
+    return m, coordinator
 
 
 def test_coordinator_outage_shorter_than_the_bound_is_survived(cluster, unique_name):
     """The coordinator's broker goes away for a few seconds: a commit in between returns within
     the request timeout with the offsets kept, the member does not fail, and once the broker is
     back the kept offsets land under the same membership."""
-    m, topic, group, coordinator = _started_member(cluster, unique_name("outage"), unique_name("g"), 2, 30_000)
+    topic, group = unique_name("outage"), unique_name("g")
+    m, coordinator = _started_member(cluster, topic, group, 2, 30_000)
     try:
         owned = _joined(m, topic, 2)
         tp0, tp1 = sorted(owned)
@@ -165,7 +166,8 @@ def test_coordinator_lookups_are_paced_while_the_coordinator_is_down(cluster, un
     FindCoordinator requests a second (make chaos broker_outage). Paced as Java's client
     paces them (100 ms, doubling to 1 s), 6 s of outage cost about ten; the member then
     comes back under the same assignment."""
-    m, topic, _, coordinator = _started_member(cluster, unique_name("paced"), unique_name("g"), 1, 60_000)
+    topic = unique_name("paced")
+    m, coordinator = _started_member(cluster, topic, unique_name("g"), 1, 60_000)
     try:
         owned = _joined(m, topic, 1)
         cluster.mock.broker_down(coordinator)
