@@ -20,7 +20,8 @@ offsets of as many partitions, rows at the same rate from memory), shows what Sp
 spends per trigger on any Python streaming source (the runner's round trips, its offset logs).
 
     python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 20]
-                                  [--rounds 2] [--backend kafka]
+                                  [--rounds 2] [--backend kafka] [--max-partitions N]
+                                  [--readers spark,groupkafka,floor]
 """
 
 from __future__ import annotations
@@ -160,14 +161,24 @@ def main(argv=None) -> int:
                     help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
     ap.add_argument("--max-partitions", type=int, default=None,
                     help="adds groupkafka with this maxPartitions as a reader")
+    ap.add_argument("--readers", default="spark,groupkafka,floor",
+                    help="of spark, groupkafka, floor (groupkafka with maxPartitions comes with --max-partitions); "
+                         "at higher --rate Spark's source may be too slow to measure (docs/benchmarks.md)")
     args = ap.parse_args(argv)
+    names = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR}
+    unknown = [r for r in args.readers.split(",") if r.strip() not in names]
+    if unknown:
+        ap.error(f"--readers: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
+    wanted = [names[r.strip()] for r in args.readers.split(",")]
     chosen = side_by_side_readers(args.backend)
     if chosen is None:
         return 0
-    readers, jars = chosen
-    spark = spark_session(args.cores, jars)
+    available, jars = chosen
+    readers = [r for r in wanted if r in (*available, FLOOR)]
+    if OURS in wanted and args.max_partitions:
+        readers.insert(readers.index(OURS) + 1, PACKED)
+    spark = spark_session(args.cores, jars if SPARK in readers else ())
     register_floor(spark)
-    readers = [*readers, *([PACKED] if args.max_partitions else []), FLOOR]
     topic = "small"
     runs = []
     with DevBroker(args.backend, topics={topic: args.partitions}) as broker:
@@ -201,6 +212,8 @@ def main(argv=None) -> int:
     best = {reader: {k: min((r[k] for r in runs if r["reader"] == reader and r[k] == r[k]), default=float("nan"))
                      for k in ("source", "driver", "trigger", "cpu_ms")}
             for reader in readers}
+    if OURS not in best:
+        return 0
     ours = best[OURS]
     print(f"groupkafka best: per-trigger driver cost from latestOffset to the end of the commit (queryPlanning "
           f"excluded) {ours['source']:.0f} ms, driver total {ours['driver']:.0f} ms, trigger {ours['trigger']:.0f} ms")
@@ -215,6 +228,12 @@ def main(argv=None) -> int:
             print(f"ratio groupkafka maxPartitions={args.max_partitions} / Spark's source: driver cost "
                   f"{packed['source'] / theirs['source']:.2f}x, whole trigger {packed['trigger'] / theirs['trigger']:.2f}x, "
                   f"CPU per trigger {packed['cpu_ms'] / theirs['cpu_ms']:.2f}x")
+    if PACKED in best:
+        packed = best[PACKED]
+        print(f"groupkafka maxPartitions={args.max_partitions} / groupkafka: whole trigger "
+              f"{packed['trigger'] / ours['trigger']:.2f}x, CPU per trigger {packed['cpu_ms'] / ours['cpu_ms']:.2f}x")
+    if FLOOR not in best:
+        return 0
     floor = best[FLOOR]
     print(f"the Python source floor (offsets of {args.partitions:,} partitions, no Kafka): driver cost (queryPlanning "
           f"excluded) {floor['source']:.0f} ms, driver total {floor['driver']:.0f} ms; groupkafka / floor "
