@@ -5,8 +5,9 @@ A topic of 1,000 partitions gets a few records per trigger (a producer thread wr
 records/s to random partitions throughout). Each reader in turn runs a query (processingTime
 trigger, startingOffsets=latest, noop sink, local[N], the same Spark session); the order flips
 every round; best of ``--rounds``. Every trigger groupkafka's driver asks the ends of all 1,000
-partitions, commits the previous batch to the group and plans one task per partition with new
-records; Spark's source lists the ends of all partitions and plans the same tasks. From Spark's
+partitions, commits the previous batch to the group and plans a range per partition with new
+records (up to smallRangesPerTask small ranges per task); Spark's source lists the ends of all
+partitions and plans a task per range. From Spark's
 progress of each batch with data (mean ms):
 
   source driver:  latestOffset (the source's planning; groupkafka's group commit too when the
@@ -21,7 +22,7 @@ spends per trigger on any Python streaming source (the runner's round trips, its
 
     python bench/small_batches.py [--partitions 1000] [--rate 3] [--trigger-ms 1000] [--batches 20]
                                   [--rounds 2] [--backend kafka] [--max-partitions N]
-                                  [--readers spark,groupkafka,floor]
+                                  [--variant KEY=VALUE,...] [--readers spark,groupkafka,floor]
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ DRIVER_PARTS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "commi
 SOURCE_PARTS = ("latestOffset", "getBatch", "walCommit", "commitOffsets")
 #: groupkafka with ``--max-partitions`` (a reader only when that is given)
 PACKED = "groupkafka, maxPartitions"
+#: groupkafka with the options of ``--variant`` (a reader only when that is given)
+VARIANT = "groupkafka with "
 
 
 def trickle(bootstrap: str, topic: str, partitions: int, rate: float, stop: threading.Event) -> None:
@@ -88,7 +91,7 @@ def _wait_batches(q, after: int, n: int, deadline: float) -> int:
 
 
 def _partitions_read(progress: dict) -> int:
-    """Partitions with new records in the batch (each becomes one task): groupkafka's end offset
+    """Partitions with new records in the batch (a range each): groupkafka's end offset
     holds the ranges; Spark's source has ``{topic: {partition: offset}}`` at start and end."""
     src = progress["sources"][0]
     start, end = (json.loads(x) if isinstance(x, str) else x for x in (src["startOffset"], src["endOffset"]))
@@ -111,11 +114,14 @@ def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigge
         r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
              .option("startingOffsets", "latest"))
-    if reader in (OURS, PACKED):
+    if reader in (OURS, PACKED) or reader.startswith(VARIANT):
         r = (r.option("kafka.group.id", f"bench-small-{time.time_ns()}")
              .option("kafka.session.timeout.ms", str(session_ms)))
     if reader == PACKED:
         r = r.option("maxPartitions", str(max_partitions))
+    if reader.startswith(VARIANT):
+        for key, value in (kv.split("=", 1) for kv in reader[len(VARIANT):].split(",")):
+            r = r.option(key, value)
     df = r.load()
     with tempfile.TemporaryDirectory() as ck:
         q = (df.writeStream.format("noop").option("checkpointLocation", ck)
@@ -139,7 +145,7 @@ def measure(spark, reader: str, bootstrap: str, topic: str, batches: int, trigge
     return {
         "reader": reader, "load": f"{load} -> {load_average()}", "triggers": len(progress), "batches": len(with_data),
         "rows": statistics.mean(p["numInputRows"] for p in with_data),
-        "tasks": statistics.mean(min(_partitions_read(p), max_partitions or partitions) for p in with_data),
+        "ranges": statistics.mean(_partitions_read(p) for p in with_data),
         "parts": part_ms, "driver": sum(part_ms[k] for k in DRIVER_PARTS),
         "source": sum(part_ms[k] for k in SOURCE_PARTS),
         "trigger": statistics.mean(p["durationMs"].get("triggerExecution", 0) for p in with_data),
@@ -161,6 +167,8 @@ def main(argv=None) -> int:
                     help="kafka (Apache Kafka from ../shared/kafka; the default) or mock (groupkafka only)")
     ap.add_argument("--max-partitions", type=int, default=None,
                     help="adds groupkafka with this maxPartitions as a reader")
+    ap.add_argument("--variant", default=None, metavar="KEY=VALUE[,KEY=VALUE]",
+                    help="adds groupkafka with these options as a reader, e.g. smallRangesPerTask=1")
     ap.add_argument("--readers", default="spark,groupkafka,floor",
                     help="of spark, groupkafka, floor (groupkafka with maxPartitions comes with --max-partitions); "
                          "at higher --rate Spark's source may be too slow to measure (docs/benchmarks.md)")
@@ -177,6 +185,8 @@ def main(argv=None) -> int:
     readers = [r for r in wanted if r in (*available, FLOOR)]
     if OURS in wanted and args.max_partitions:
         readers.insert(readers.index(OURS) + 1, PACKED)
+    if OURS in wanted and args.variant:
+        readers.insert(readers.index(OURS) + 1, VARIANT + args.variant)
     spark = spark_session(args.cores, jars if SPARK in readers else ())
     register_floor(spark)
     topic = "small"
@@ -203,11 +213,11 @@ def main(argv=None) -> int:
           f"per run {args.batches} batches with data after {WARMUP_BATCHES} warm-up, best of {args.rounds}")
     cols = (*DRIVER_PARTS, "addBatch")
     print(f"  {'reader (mean ms per batch with data)':<38}" + "".join(f"{k:>15}" for k in cols)
-          + f"{'to commit':>12}{'driver':>9}{'trigger':>9}{'rec/batch':>10}{'tasks':>7}{'CPU ms/trig':>12}"
+          + f"{'to commit':>12}{'driver':>9}{'trigger':>9}{'rec/batch':>10}{'ranges':>7}{'CPU ms/trig':>12}"
           "   load (1/5/15 min) before -> after")
     for r in runs:
         print(f"  {r['reader']:<38}" + "".join(f"{r['parts'][k]:>15.1f}" for k in cols)
-              + f"{r['source']:>12.1f}{r['driver']:>9.1f}{r['trigger']:>9.1f}{r['rows']:>10.1f}{r['tasks']:>7.1f}"
+              + f"{r['source']:>12.1f}{r['driver']:>9.1f}{r['trigger']:>9.1f}{r['rows']:>10.1f}{r['ranges']:>7.1f}"
               f"{r['cpu_ms']:>12.0f}   {r['load']}")
     best = {reader: {k: min((r[k] for r in runs if r["reader"] == reader and r[k] == r[k]), default=float("nan"))
                      for k in ("source", "driver", "trigger", "cpu_ms")}
@@ -232,6 +242,11 @@ def main(argv=None) -> int:
         packed = best[PACKED]
         print(f"groupkafka maxPartitions={args.max_partitions} / groupkafka: whole trigger "
               f"{packed['trigger'] / ours['trigger']:.2f}x, CPU per trigger {packed['cpu_ms'] / ours['cpu_ms']:.2f}x")
+    for reader in readers:
+        if reader.startswith(VARIANT):
+            other = best[reader]
+            print(f"{reader} / groupkafka: whole trigger {other['trigger'] / ours['trigger']:.2f}x, "
+                  f"CPU per trigger {other['cpu_ms'] / ours['cpu_ms']:.2f}x")
     if FLOOR not in best:
         return 0
     floor = best[FLOOR]

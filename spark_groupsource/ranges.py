@@ -59,11 +59,18 @@ class RangeInputPartition(InputPartition):
         return sum(r.size for r in self.ranges)
 
 
+#: A piece of fewer records than this is small: it reads in about a fetch round trip, while
+#: a task costs a Python source tens of milliseconds of Spark's own (docs/benchmarks.md).
+#: Small pieces share a task (smallRangesPerTask), up to this many records in all.
+SMALL_RANGE_RECORDS = 1000
+
+
 def split_ranges(
     ranges: Iterable[OffsetRange],
     min_partitions: int | None = None,
     max_records_per_partition: int | None = None,
     max_partitions: int | None = None,
+    small_ranges_per_task: int = 1,
 ) -> list[list[OffsetRange]]:
     """Plan tasks for ``ranges``: a list of tasks, each the list of ranges one task reads.
 
@@ -83,6 +90,13 @@ def split_ranges(
       docs/benchmarks.md): 8 ranges of small records in 8 tasks on 2 cores took twice as
       long as in 2.
 
+    * ``small_ranges_per_task`` (smallRangesPerTask; groupkafka's own), when neither
+      ``min_partitions`` nor ``max_partitions`` decides the task count: pieces of fewer than
+      :data:`SMALL_RANGE_RECORDS` records share a task, up to this many pieces and
+      :data:`SMALL_RANGE_RECORDS` records (or ``max_records_per_partition``, if lower) per
+      task (:func:`_pack_small`). A topic of many partitions at a modest rate gives a trigger
+      one range of a few records per partition: a task each cost a Python source tens of ms.
+
     Sub-ranges of one range stay in offset order and next to each other; the result depends
     only on the arguments (no randomness, input order kept; a packed task lists its ranges in
     input order).
@@ -98,6 +112,8 @@ def split_ranges(
         raise ValueError(f"max_records_per_partition must be positive, got {max_records_per_partition}")
     if max_partitions is not None and max_partitions < 1:
         raise ValueError(f"max_partitions must be positive, got {max_partitions}")
+    if small_ranges_per_task < 1:
+        raise ValueError(f"small_ranges_per_task must be positive, got {small_ranges_per_task}")
 
     pieces = [r for r in ranges if r.size > 0]
     if max_records_per_partition is not None:
@@ -116,7 +132,30 @@ def split_ranges(
         ]
     if max_partitions is not None and len(pieces) > max_partitions:
         return _pack(pieces, max_partitions)
+    if small_ranges_per_task > 1 and min_partitions is None and max_partitions is None:
+        cap = min(SMALL_RANGE_RECORDS, max_records_per_partition or SMALL_RANGE_RECORDS)
+        return _pack_small(pieces, small_ranges_per_task, cap)
     return [[r] for r in pieces]
+
+
+def _pack_small(pieces: list[OffsetRange], per_task: int, cap: int) -> list[list[OffsetRange]]:
+    """Small pieces (fewer than ``cap`` records) fill tasks in input order, each task up to
+    ``per_task`` pieces and ``cap`` records; a piece that does not fit starts the next task.
+    Larger pieces keep a task each. Tasks follow the input order of their first piece."""
+    tasks: list[list[OffsetRange]] = []
+    open_task: list[OffsetRange] = []
+    held = 0
+    for piece in pieces:
+        if piece.size >= cap:
+            tasks.append([piece])
+            continue
+        if open_task and (len(open_task) >= per_task or held + piece.size > cap):
+            open_task, held = [], 0
+        if not open_task:
+            tasks.append(open_task)
+        open_task.append(piece)
+        held += piece.size
+    return tasks
 
 
 def _pack(pieces: list[OffsetRange], count: int) -> list[list[OffsetRange]]:

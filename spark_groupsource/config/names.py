@@ -45,6 +45,7 @@ OPTION_NAMES = [
     "minPartitions",
     "maxRecordsPerPartition",
     "maxPartitions",
+    "smallRangesPerTask",
     "includeHeaders",
     "failOnDataLoss",
     "commitOffsets",

@@ -37,6 +37,10 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``maxPartitions``                      positive int: at most this many tasks per batch,
                                        ranges packed whole (set it to the executors' cores
                                        for small records); unset: a task per range
+``smallRangesPerTask``                 positive int, default 4: ranges of fewer than 1,000
+                                       records share a task, up to this many and 1,000
+                                       records (not with min/maxPartitions); 1: a task per
+                                       range
 ``includeHeaders``                     ``false`` (default) / ``true``
 ``failOnDataLoss``                     ``true`` (default) / ``false``
 ``commitOffsets``                      ``true`` (default) / ``false``: commit each completed
@@ -119,6 +123,11 @@ DEFAULT_MAX_RECORDS_PER_ARROW_BATCH = 10_000
 #: pages for every buffer of that size); 1 and 16 MiB were no better (docs/benchmarks.md)
 DEFAULT_MAX_BYTES_PER_ARROW_BATCH = 4 * 1024 * 1024
 DEFAULT_POLL_TIMEOUT_MS = 120_000
+#: 4: at the end of a topic of many partitions a range read 8.6-12.5 ms, one fetch wait
+#: (fetch.wait.max.ms 10) each, against 40-55 ms of Spark's own per Python task
+#: (docs/benchmarks.md): four share one task's cost, and add at most ~30 ms to a batch where
+#: every range had a core of its own.
+DEFAULT_SMALL_RANGES_PER_TASK = 4
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
 DEFAULT_BROKER_OUTAGE_TIMEOUT_MS = 120_000
@@ -163,6 +172,8 @@ class CommonOptions:
     worker_gc_freeze: bool = True
     #: At most this many tasks per batch, ranges packed whole (maxPartitions); None: one per range.
     max_partitions: int | None = None
+    #: Ranges of fewer than 1,000 records share a task, up to this many (smallRangesPerTask).
+    small_ranges_per_task: int = DEFAULT_SMALL_RANGES_PER_TASK
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).
     leader_sync_delay_ms: int = 0

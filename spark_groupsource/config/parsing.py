@@ -27,6 +27,7 @@ from spark_groupsource.config.options import (
     DEFAULT_MAX_RECORDS_PER_ARROW_BATCH,
     DEFAULT_MAX_TRIGGER_DELAY,
     DEFAULT_POLL_TIMEOUT_MS,
+    DEFAULT_SMALL_RANGES_PER_TASK,
     BatchOptions,
     StreamOptions,
 )
@@ -238,14 +239,16 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
 
 
 def _task_counts(raw: Mapping[str, str]) -> dict[str, int | None]:
-    """minPartitions (split to reach it) and maxPartitions (pack down to it)."""
+    """minPartitions (split to reach it), maxPartitions (pack down to it) and
+    smallRangesPerTask (small ranges share a task)."""
     low = _int(raw, "minpartitions", None, minimum=1)
     high = _int(raw, "maxpartitions", None, minimum=1)
     if low is not None and high is not None and low > high:
         raise OptionError("maxPartitions", f"is {high}, lower than minPartitions ({low}): a batch cannot have "
                           "at least the one and at most the other number of tasks. Raise maxPartitions or "
                           "lower minPartitions.")
-    return dict(min_partitions=low, max_partitions=high)
+    return dict(min_partitions=low, max_partitions=high,
+                small_ranges_per_task=_int(raw, "smallrangespertask", DEFAULT_SMALL_RANGES_PER_TASK, minimum=1))
 
 
 def _is_security(key: str) -> bool:

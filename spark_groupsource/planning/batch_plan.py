@@ -281,9 +281,9 @@ def _on_data_loss(
 
 def plan_tasks(ranges: Iterable[OffsetRange], opts: opt.CommonOptions) -> list[RangeInputPartition]:
     """The Spark tasks of a batch or micro-batch (minPartitions, maxRecordsPerPartition,
-    maxPartitions)."""
+    maxPartitions, smallRangesPerTask)."""
     tasks = split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition,
-                         opts.max_partitions)
+                         opts.max_partitions, opts.small_ranges_per_task)
     return [RangeInputPartition(i, tuple(t)) for i, t in enumerate(tasks)]
 
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.datasource import InputPartition
 
-from spark_groupsource.ranges import OffsetRange, RangeInputPartition, split_ranges
+from spark_groupsource.ranges import SMALL_RANGE_RECORDS, OffsetRange, RangeInputPartition, split_ranges
 
 
 def r(p: int, start: int, until: int, topic: str = "t") -> OffsetRange:
@@ -117,6 +117,32 @@ def test_max_partitions_packs_the_pieces_other_limits_made() -> None:
     assert [len(t) for t in split_ranges(eight, max_partitions=2)] == [4, 4]
 
 
+def test_small_ranges_share_tasks_in_input_order() -> None:
+    small = [r(i, 0, 3) for i in range(6)]
+    big, near, tail = r(9, 0, 5000), r(10, 0, 990), r(11, 0, 20)
+    tasks = split_ranges([*small, big, near, tail], small_ranges_per_task=4)
+    # four small pieces per task at most; a task holds fewer than 1,000 records in all; the
+    # range of 5,000 keeps a task; the next small piece that does not fit starts a new task
+    assert tasks == [small[:4], [*small[4:], near], [big], [tail]]
+    # one per task (smallRangesPerTask=1, and the function's default): Spark's source's plan
+    assert split_ranges([*small, big], small_ranges_per_task=1) == [[x] for x in [*small, big]]
+    assert split_ranges([*small, big]) == [[x] for x in [*small, big]]
+
+
+def test_small_ranges_are_not_packed_where_the_task_count_is_asked_for() -> None:
+    small = [r(i, 0, 3) for i in range(6)]
+    # minPartitions asks for at least so many tasks: no packing below it
+    assert len(split_ranges(small, min_partitions=6, small_ranges_per_task=4)) == 6
+    assert len(split_ranges(small, min_partitions=2, small_ranges_per_task=4)) == 6
+    # maxPartitions packs on its own terms (balanced into that many tasks)
+    assert [len(t) for t in split_ranges(small, max_partitions=3, small_ranges_per_task=4)] == [2, 2, 2]
+    # maxRecordsPerPartition bounds a packed task's records too
+    tasks = split_ranges([r(i, 0, 40) for i in range(6)], max_records_per_partition=100, small_ranges_per_task=4)
+    assert [sum(p.size for p in t) for t in tasks] == [80, 80, 80]
+    with pytest.raises(ValueError, match="small_ranges_per_task"):
+        split_ranges(small, small_ranges_per_task=0)
+
+
 range_lists = st.lists(
     st.tuples(st.integers(0, 1000), st.integers(0, 5000)).map(lambda t: (t[0], t[0] + t[1])),
     max_size=12,
@@ -171,3 +197,22 @@ def test_split_covers_exactly_contiguous_and_deterministic(
     if min_partitions is not None and non_empty and max_recs is None:
         total = sum(x.size for x in ranges)
         assert len(pieces) >= min(non_empty, total) or len(pieces) >= min(min_partitions, non_empty)
+
+
+@given(range_lists, max_records, st.integers(1, 6))
+def test_small_packing_keeps_every_piece_once_within_its_bounds(
+    ranges: list[OffsetRange], max_recs: int | None, per_task: int
+) -> None:
+    unpacked = flat(split_ranges(ranges, max_records_per_partition=max_recs))
+    tasks = split_ranges(ranges, max_records_per_partition=max_recs, small_ranges_per_task=per_task)
+    assert tasks == split_ranges(ranges, max_records_per_partition=max_recs, small_ranges_per_task=per_task)
+    assert sorted(flat(tasks), key=unpacked.index) == unpacked and len(flat(tasks)) == len(unpacked)
+    cap = min(SMALL_RANGE_RECORDS, max_recs or SMALL_RANGE_RECORDS)
+    for task in tasks:
+        assert task and [unpacked.index(p) for p in task] == sorted(unpacked.index(p) for p in task)
+        if len(task) > 1:  # only small pieces share, within both bounds
+            assert len(task) <= per_task and sum(p.size for p in task) <= cap
+            assert all(p.size < cap for p in task)
+    # tasks in the input order of their first piece
+    firsts = [unpacked.index(t[0]) for t in tasks]
+    assert firsts == sorted(firsts)

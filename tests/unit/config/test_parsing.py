@@ -308,6 +308,7 @@ def test_batch_group_coordination_and_commit() -> None:
 
 def test_max_partitions_below_min_partitions_is_refused() -> None:
     assert stream().max_partitions is None
+    assert stream().small_ranges_per_task == batch().small_ranges_per_task == 4
     o = stream(minPartitions="2", maxPartitions="2")
     assert (o.min_partitions, o.max_partitions) == (2, 2)
     e = error(minPartitions="3", maxPartitions="2")
@@ -342,6 +343,7 @@ def test_booleans(name: str, attr: str, default: bool) -> None:
         ("minPartitions", "min_partitions", 1),
         ("maxRecordsPerPartition", "max_records_per_partition", 1),
         ("maxPartitions", "max_partitions", 1),
+        ("smallRangesPerTask", "small_ranges_per_task", 1),
         ("maxRecordsPerArrowBatch", "max_records_per_arrow_batch", 1),
         ("maxBytesPerArrowBatch", "max_bytes_per_arrow_batch", 1),
         ("kafkaConsumer.pollTimeoutMs", "poll_timeout_ms", 1),
