@@ -9,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.datasource import InputPartition
 
-from spark_groupsource.ranges import SMALL_RANGE_RECORDS, OffsetRange, RangeInputPartition, split_ranges
+from spark_groupsource.ranges import (
+    SMALL_RANGE_RECORDS,
+    OffsetRange,
+    RangeInputPartition,
+    split_ranges,
+)
 
 
 def r(p: int, start: int, until: int, topic: str = "t") -> OffsetRange:
