@@ -134,9 +134,11 @@ def member_frozen(r: Run) -> None:
 def worker_kill(r: Run) -> None:
     """Three times, 10 s apart, kill -9 the executor Python workers while one is busy (its CPU
     time grows), so the task dies mid-batch. Spark retries a task 4 times (local[1,4]); three
-    kills can never exhaust that, so the query must survive and lose nothing."""
+    kills can never exhaust that, so the query must survive and lose nothing. A task per range
+    (smallRangesPerTask=1): at this rate every range is small, and four to a task left too few
+    tasks per batch for a kill to land in one (make chaos at e646c74: no task failed)."""
     r.produce(rate=100)
-    a = r.start("a")
+    a = r.start("a", smallRangesPerTask="1")
     r.wait_reading(a)
     kills, deadline = 0, time.monotonic() + 90
     while kills < 3 and time.monotonic() < deadline:
@@ -317,7 +319,8 @@ SCENARIOS = [
          "(maxPartitions=1: a batch is one task)",
          quick=CLASSIC),
     Spec("member_frozen", member_frozen, "one of two members SIGSTOPped past its session timeout, resumed"),
-    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart"),
+    Spec("worker_kill", worker_kill, "busy executor Python workers kill -9ed 3 times, 10 s apart "
+         "(smallRangesPerTask=1: a task per range)"),
     Spec("broker_outage", broker_outage, "leader of 3 of 8 partitions and the coordinator down 20 s",
          partitions=8, backends=MOCK),
     Spec("coordinator_moved", coordinator_moved, "the group coordinator moved 4 times", backends=MOCK),
