@@ -136,7 +136,7 @@ def test_small_ranges_share_tasks_in_input_order() -> None:
 
 def test_small_ranges_are_not_packed_where_the_task_count_is_asked_for() -> None:
     small = [r(i, 0, 3) for i in range(6)]
-    # minPartitions asks for at least so many tasks: no packing below it
+    # minPartitions decides the task count (at least so many): small ranges are not packed at all
     assert len(split_ranges(small, min_partitions=6, small_ranges_per_task=4)) == 6
     assert len(split_ranges(small, min_partitions=2, small_ranges_per_task=4)) == 6
     # maxPartitions packs on its own terms (balanced into that many tasks)
