@@ -37,6 +37,7 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``maxPartitions``                      positive int: at most this many tasks per batch,
                                        ranges packed whole (set it to the executors' cores
                                        for small records); unset: a task per range
+                                       (small ones shared: ``smallRangesPerTask``)
 ``smallRangesPerTask``                 positive int, default 4: ranges of fewer than 1,000
                                        records share a task, up to this many and 1,000
                                        records (not with min/maxPartitions); 1: a task per
