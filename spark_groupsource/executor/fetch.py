@@ -43,6 +43,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from spark_groupsource.config.access import RefusalWatch, authorization_error
+from spark_groupsource.config.client_configs import PREFETCH_KBYTES
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
@@ -194,9 +195,12 @@ def read_partition(
         freeze_once()
     kind = fetcher_kind(config, fetcher, include_headers)
     consumer = _POOL.acquire(config, kind)
+    ahead = _Ahead(consumer, ranges, config) if isinstance(consumer, NativeConsumer) else None
     healthy = False
     try:
-        for rng in ranges:
+        for i, rng in enumerate(ranges):
+            if ahead is not None:
+                ahead.fill(i)
             reader = _RangeReader(
                 consumer,
                 rng,
@@ -211,9 +215,51 @@ def read_partition(
                 cluster=str(config.get("bootstrap.servers", "")),
             )
             yield from reader.run()
+            if ahead is not None:
+                ahead.done(rng)
         healthy = True
     finally:
         _POOL.release(config, consumer, healthy, kind)
+
+
+#: Most partitions a native fetcher keeps assigned at once (the one being read and the next
+#: ranges'): a task's small ranges (smallRangesPerTask, 4) are fetched together, so each costs
+#: less than a fetch round trip of its own.
+_AHEAD_PARTITIONS = 4
+#: ... and at most this much prefetch (KiB) across them: librdkafka holds up to
+#: queued.max.messages.kbytes per partition queue.
+_AHEAD_KBYTES = 4 * PREFETCH_KBYTES
+
+
+class _Ahead:
+    """Which partitions the native fetcher has assigned while a task reads its ranges in order:
+    the current range's and those of the next ranges (a window of distinct partitions), each at
+    its range's start, so librdkafka fetches them in the same requests. A range's reader then
+    assigns at the same offset and finds what was fetched; its partition is released when it
+    is done."""
+
+    def __init__(self, consumer: NativeConsumer, ranges: list[OffsetRange], config: dict[str, Any]):
+        self.consumer = consumer
+        self.ranges = ranges
+        per_partition = int(config.get("queued.max.messages.kbytes", PREFETCH_KBYTES))
+        self.window = max(1, min(_AHEAD_PARTITIONS, _AHEAD_KBYTES // max(1, per_partition)))
+        self.assigned: set[tuple[str, int]] = set()
+        self.next = 0  # the first range not assigned ahead yet
+
+    def fill(self, current: int) -> None:
+        self.next = max(self.next, current)
+        while self.next < len(self.ranges) and len(self.assigned) < self.window:
+            rng = self.ranges[self.next]
+            key = (rng.topic, rng.partition)
+            if key in self.assigned:
+                break  # a later range of a partition being read: assigned once that one is done
+            self.consumer.prefetch(rng.topic, rng.partition, rng.start)
+            self.assigned.add(key)
+            self.next += 1
+
+    def done(self, rng: OffsetRange) -> None:
+        self.consumer.release(rng.topic, rng.partition)
+        self.assigned.discard((rng.topic, rng.partition))
 
 
 #: A fetcher's kind: the pure-Python path, or the native one with or without headers.

@@ -2,7 +2,9 @@
 
 :class:`NativeConsumer` offers the few calls of confluent-kafka's ``Consumer`` that the range
 reader makes (assign, unassign, watermarks, close) plus :meth:`NativeConsumer.poll`, which
-reads records into the pending batch in C; :meth:`NativeConsumer.take` turns that batch into
+reads records into the pending batch in C, and :meth:`NativeConsumer.prefetch` /
+:meth:`NativeConsumer.release`, which keep the partitions of a task's next ranges assigned
+(each on a queue of its own) while it reads one; :meth:`NativeConsumer.take` turns that batch into
 a ``pyarrow.RecordBatch`` without a Python object per record. Errors come back as
 :class:`Event` objects shaped like confluent-kafka's error messages, so both paths share one
 policy for partition ends, data loss, refusals and outages (:mod:`.fetch`).
@@ -137,6 +139,25 @@ class NativeConsumer:
         err = self._f.assign(topic, partition, offset)
         if err is not None:
             _raise(err)
+
+    def prefetch(self, topic: str, partition: int, offset: int) -> None:
+        """Assign a later range's partition ahead, so its records are fetched meanwhile (with
+        the partitions already assigned, in the same fetch requests); :meth:`assign` at the
+        same offset then reads what came."""
+        err = self._f.prefetch(topic, partition, offset)
+        if err is not None:
+            _raise(err)
+
+    def release(self, topic: str, partition: int) -> None:
+        """A range is done with its partition: unassign it (what was fetched ahead is dropped)."""
+        err = self._f.release(topic, partition)
+        if err is not None:
+            _raise(err)
+
+    def assigned(self) -> list[tuple[str, int, int, bool]]:
+        """(topic, partition, offset assigned at, assigned ahead and not read yet) of each
+        partition assigned now."""
+        return self._f.assigned()
 
     def unassign(self) -> None:
         err = self._f.unassign()

@@ -225,6 +225,68 @@ def test_read_partition_reads_several_ranges_with_one_consumer(broker: Any, new_
     assert stats.records == 11
 
 
+def test_a_task_of_many_ranges_reads_each_record_once(broker: Any, new_topic: Any) -> None:
+    """A task of many small ranges (smallRangesPerTask packs them): on the native path the next
+    ranges' partitions are assigned ahead and fetched while one is read. Mid-log ranges,
+    ranges at the partition end, an empty range, and two ranges of one partition apart in the
+    task (the later one is assigned only once the first is done): every record once, in the
+    task's order, on both paths."""
+    topic = new_topic(8)
+    produce_keyed(broker.bootstrap, topic, 80, partitions=8)  # 10 per partition
+    ranges = [OffsetRange(topic, 3, 9, 10), OffsetRange(topic, 5, 2, 4), OffsetRange(topic, 0, 0, 10),
+              OffsetRange(topic, 7, 4, 4), OffsetRange(topic, 5, 6, 10), OffsetRange(topic, 1, 9, 10),
+              OffsetRange(topic, 6, 0, 1), OffsetRange(topic, 2, 5, 10), OffsetRange(topic, 4, 3, 7)]
+    stats = FetchStats()
+    batches = bounded(lambda: list(read_partition(
+        config(broker), ranges, include_headers=False, fail_on_data_loss=True,
+        max_records_per_batch=4, poll_timeout_ms=20_000, stats=stats, fetcher=PATH)))
+    want = [(r.partition, o) for r in ranges for o in range(r.start, r.until)]
+    assert [(row["partition"], row["offset"]) for row in rows(batches)] == want
+    assert [row["value"] for row in rows(batches)] == [
+        b"value-%d" % (o * 8 + p) for p, o in want]  # record i: partition i % 8, offset i // 8
+    assert stats.records == len(want) and stats.lost_records == stats.gaps == 0
+
+
+@pytest.mark.parametrize("fetcher", ["native"], indirect=True)  # the other reads one at a time
+def test_the_native_fetcher_assigns_the_next_ranges_ahead(broker: Any, new_topic: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a task reads a range, the partitions of its next ranges are assigned at their
+    starts (at most four, a partition once: its later range waits for the earlier one to be
+    done); each is released when its range is done, and none stays assigned when the fetcher
+    goes back to the pool."""
+    topic = new_topic(6)
+    produce_keyed(broker.bootstrap, topic, 60, partitions=6)
+    ranges = [OffsetRange(topic, 0, 0, 5), OffsetRange(topic, 1, 2, 4), OffsetRange(topic, 0, 7, 9),
+              OffsetRange(topic, 2, 0, 3), OffsetRange(topic, 3, 1, 2), OffsetRange(topic, 4, 0, 10)]
+    fetchers: list[Any] = []
+    acquire = _POOL.acquire
+
+    def tracked(*args: Any, **kwargs: Any) -> Any:
+        fetchers.append(acquire(*args, **kwargs))
+        return fetchers[-1]
+
+    monkeypatch.setattr(_POOL, "acquire", tracked)
+    seen: list[tuple[int, list[tuple[int, int, bool]]]] = []  # per batch: its partition, assigned
+
+    def read() -> None:
+        for batch in read_partition(config(broker), ranges, include_headers=False,
+                                    fail_on_data_loss=True, max_records_per_batch=100,
+                                    poll_timeout_ms=20_000, fetcher=PATH):
+            assigned = sorted((p, o, ahead) for _, p, o, ahead in fetchers[-1].assigned())
+            seen.append((batch.column("partition")[0].as_py(), assigned))
+
+    bounded(read)
+    assert seen == [
+        (0, [(0, 0, False), (1, 2, True)]),
+        (1, [(0, 7, True), (1, 2, False), (2, 0, True), (3, 1, True)]),
+        (0, [(0, 7, False), (2, 0, True), (3, 1, True), (4, 0, True)]),
+        (2, [(2, 0, False), (3, 1, True), (4, 0, True)]),
+        (3, [(3, 1, False), (4, 0, True)]),
+        (4, [(4, 0, False)]),
+    ]
+    assert fetchers[-1].assigned() == [], "a pooled fetcher kept partitions assigned"
+
+
 def test_fetchers_are_pooled_and_start_clean(broker: Any, new_topic: Any) -> None:
     """A task's fetcher goes back to the worker's pool and the next task reuses it; what it
     had prefetched for its last range (records past ``until``) never leaks into the next
@@ -369,6 +431,42 @@ def test_records_deleted_by_retention(mock_broker: Any, unique_name: Any,
     stats = FetchStats()
     assert fetch(cfg, OffsetRange(topic, 0, 0, low), fail=False, stats=stats) == []
     assert stats.lost_records == low
+
+
+def test_loss_in_a_partition_assigned_ahead_on_kafka(kafka_broker: Any, unique_name: Any,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The out-of-range answer for a partition assigned ahead waits in its queue for its range:
+    records deleted below the log start of the task's second range, a range beyond the end of
+    its fourth, both read while the first range's partition is read: the same loss as for a
+    range read alone (raised, or skipped and counted), the other ranges complete."""
+    from confluent_kafka import TopicPartition as CkTP
+    from confluent_kafka.admin import AdminClient
+
+    topic = unique_name("ahead-loss")
+    kafka_broker.create_topic(topic, 4)
+    produce_keyed(kafka_broker.bootstrap, topic, 400, partitions=4)  # 100 per partition
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
+    [fut] = admin.delete_records([CkTP(topic, 1, 50)], request_timeout=30).values()
+    assert fut.result(timeout=35).low_watermark == 50
+    cfg = config(kafka_broker)
+    ranges = [OffsetRange(topic, 0, 0, 100), OffsetRange(topic, 1, 10, 100),
+              OffsetRange(topic, 2, 90, 100), OffsetRange(topic, 3, 95, 130)]
+
+    def read(fail: bool, stats: FetchStats | None = None) -> list[pa.RecordBatch]:
+        return bounded(lambda: list(read_partition(
+            cfg, ranges, include_headers=False, fail_on_data_loss=fail, max_records_per_batch=30,
+            poll_timeout_ms=20_000, stats=stats, fetcher=PATH)))
+
+    with pytest.raises(DataLossError) as info:
+        read(True)
+    assert (info.value.partition, info.value.expected, info.value.available) == (1, 10, 50)
+    stats = FetchStats()
+    with caplog.at_level(logging.WARNING, logger="spark_groupsource.fetch"):
+        got = [(r["partition"], r["offset"]) for r in rows(read(False, stats))]
+    assert got == ([(0, o) for o in range(100)] + [(1, o) for o in range(50, 100)]
+                   + [(2, o) for o in range(90, 100)] + [(3, o) for o in range(95, 100)])
+    assert stats.lost_records == 40 + 30 and stats.records == len(got)
+    assert f"{topic}-1: offsets [10, 50)" in caplog.text and f"{topic}-3: offsets [100, 130)" in caplog.text
 
 
 def test_records_deleted_below_the_log_start_on_kafka(kafka_broker: Any, unique_name: Any) -> None:
