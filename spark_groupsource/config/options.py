@@ -38,7 +38,7 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        ranges packed whole (set it to the executors' cores
                                        for small records); unset: a task per range
                                        (small ones shared: ``smallRangesPerTask``)
-``smallRangesPerTask``                 positive int, default 4: ranges of fewer than 1,000
+``smallRangesPerTask``                 positive int, default 16: ranges of fewer than 1,000
                                        records share a task, up to this many and 1,000
                                        records (not with min/maxPartitions); 1: a task per
                                        range
@@ -128,7 +128,7 @@ DEFAULT_POLL_TIMEOUT_MS = 120_000
 #: (fetch.wait.max.ms 10) each, against 40-55 ms of Spark's own per Python task
 #: (docs/benchmarks.md): four share one task's cost, and add at most ~30 ms to a batch where
 #: every range had a core of its own.
-DEFAULT_SMALL_RANGES_PER_TASK = 4
+DEFAULT_SMALL_RANGES_PER_TASK = 16
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
 DEFAULT_BROKER_OUTAGE_TIMEOUT_MS = 120_000

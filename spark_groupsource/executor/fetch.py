@@ -223,8 +223,8 @@ def read_partition(
 
 
 #: Most partitions a native fetcher keeps assigned at once (the one being read and the next
-#: ranges'): a task's small ranges (smallRangesPerTask, 4) are fetched together, so each costs
-#: less than a fetch round trip of its own.
+#: ranges'): a task's small ranges (smallRangesPerTask packs up to 16) are fetched four at a
+#: time, so each costs a fraction of a fetch round trip (3 ms against 12 at a partition's end).
 _AHEAD_PARTITIONS = 4
 #: ... and at most this much prefetch (KiB) across them: librdkafka holds up to
 #: queued.max.messages.kbytes per partition queue.

@@ -140,21 +140,20 @@ def test_max_partitions_packs_whole_ranges_into_fewer_tasks(spark, broker, new_t
 
 
 def test_small_ranges_share_tasks_by_default(spark, broker, new_topic):
-    """Ranges of fewer than 1,000 records share a task, four at most (smallRangesPerTask): 6
-    partitions of 20 records read in 2 tasks, each partition by exactly one task, every record
-    once; with smallRangesPerTask=1 a task per partition."""
-    topic = new_topic(6)
-    records = produce(broker.bootstrap, topic, 120, 6, base_timestamp_ms=BASE_TS)
+    """Ranges of fewer than 1,000 records share a task, sixteen at most (smallRangesPerTask):
+    20 partitions of 5 records read in 2 tasks, each partition by exactly one task, every
+    record once; with smallRangesPerTask=1 a task per partition."""
+    topic = new_topic(20)
+    records = produce(broker.bootstrap, topic, 100, 20, base_timestamp_ms=BASE_TS)
     df = read(spark, broker.bootstrap, topic)
     assert df.rdd.getNumPartitions() == 2
     assert_rows(spark, df, records)
     task_of: dict[int, set[int]] = {}
     for row in df.select("partition", F.spark_partition_id().alias("task")).collect():
         task_of.setdefault(row.partition, set()).add(row.task)
-    assert sorted((p, tuple(t)) for p, t in task_of.items()) == [(0, (0,)), (1, (0,)), (2, (0,)), (3, (0,)),
-                                                                (4, (1,)), (5, (1,))]
+    assert sorted((p, tuple(t)) for p, t in task_of.items()) == [(p, (0 if p < 16 else 1,)) for p in range(20)]
     one_each = read(spark, broker.bootstrap, topic, smallRangesPerTask="1")
-    assert one_each.rdd.getNumPartitions() == 6
+    assert one_each.rdd.getNumPartitions() == 20
     assert_rows(spark, one_each, records)
 
 

@@ -308,7 +308,7 @@ def test_batch_group_coordination_and_commit() -> None:
 
 def test_max_partitions_below_min_partitions_is_refused() -> None:
     assert stream().max_partitions is None
-    assert stream().small_ranges_per_task == batch().small_ranges_per_task == 4
+    assert stream().small_ranges_per_task == batch().small_ranges_per_task == 16
     o = stream(minPartitions="2", maxPartitions="2")
     assert (o.min_partitions, o.max_partitions) == (2, 2)
     e = error(minPartitions="3", maxPartitions="2")
