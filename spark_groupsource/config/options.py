@@ -124,10 +124,11 @@ DEFAULT_MAX_RECORDS_PER_ARROW_BATCH = 10_000
 #: pages for every buffer of that size); 1 and 16 MiB were no better (docs/benchmarks.md)
 DEFAULT_MAX_BYTES_PER_ARROW_BATCH = 4 * 1024 * 1024
 DEFAULT_POLL_TIMEOUT_MS = 120_000
-#: 4: at the end of a topic of many partitions a range read 8.6-12.5 ms, one fetch wait
-#: (fetch.wait.max.ms 10) each, against 40-55 ms of Spark's own per Python task
-#: (docs/benchmarks.md): four share one task's cost, and add at most ~30 ms to a batch where
-#: every range had a core of its own.
+#: 16: a small range at the end of its partition reads in about 3 ms in a shared task (the
+#: native fetcher fetches the next ranges' partitions meanwhile; alone: one fetch wait,
+#: fetch.wait.max.ms 10, 12 ms), against 40-55 ms of Spark's own per Python task
+#: (docs/benchmarks.md): sixteen cost about one task's share, and add about 50 ms to a batch
+#: where every range had a core of its own.
 DEFAULT_SMALL_RANGES_PER_TASK = 16
 DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
