@@ -71,10 +71,12 @@ def produce_keyed(
     key_prefix: str = "k",
     start: int = 0,
     base_timestamp_ms: int | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
 ) -> list[Produced]:
     """Produce ``n`` keyed records and return them with the partition, offset and timestamp each
-    landed at (from delivery reports), in production order.
+    landed at (from delivery reports), in production order. ``timeout`` (default 30 s plus 20 ms
+    a record) bounds the delivery: one record per produce request is slow on a loaded machine
+    (at a load of 28 on 2 cores, 2,289 of 5,000 records in 30 s).
 
     Record i (``start <= i < start + n``): key ``f"{key_prefix}{i}"``, value ``f"value-{i}"``,
     timestamp ``base_timestamp_ms + i`` (CreateTime), partition ``i % partitions`` when
@@ -120,6 +122,7 @@ def produce_keyed(
             except BufferError:
                 producer.poll(0.1)
         producer.poll(0)
+    timeout = 30.0 + 0.02 * n if timeout is None else timeout
     remaining = producer.flush(timeout)
     if remaining:
         raise AssertionError(f"{remaining} records to {topic} not delivered within {timeout}s")
