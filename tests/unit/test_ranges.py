@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pyspark.sql.datasource import InputPartition
 
@@ -148,6 +148,14 @@ def test_small_ranges_are_not_packed_where_the_task_count_is_asked_for() -> None
         split_ranges(small, small_ranges_per_task=0)
 
 
+def positions(pieces: list[OffsetRange]) -> dict[OffsetRange, int]:
+    """Each piece's place in ``pieces`` (all distinct). ``list.index`` per piece made the property
+    tests quadratic: up to 60,000 pieces (maxRecordsPerPartition 1), 14 minutes of a CI run."""
+    at = {p: i for i, p in enumerate(pieces)}
+    assert len(at) == len(pieces), "a piece appears twice"
+    return at
+
+
 range_lists = st.lists(
     st.tuples(st.integers(0, 1000), st.integers(0, 5000)).map(lambda t: (t[0], t[0] + t[1])),
     max_size=12,
@@ -156,7 +164,12 @@ limits = st.one_of(st.none(), st.integers(1, 64))
 max_records = st.one_of(st.none(), st.integers(1, 3000))
 
 
+#: the most pieces the strategies can make: 12 ranges of 5,000 cut into single offsets
+MOST_PIECES = [OffsetRange(f"t{i % 3}", i, 1000, 6000) for i in range(12)]
+
+
 @given(range_lists, limits, max_records, st.integers(1, 16))
+@example(MOST_PIECES, 5, 1, 16)
 def test_packing_keeps_every_piece_once_within_the_task_bound(
     ranges: list[OffsetRange], min_partitions: int | None, max_recs: int | None, max_parts: int
 ) -> None:
@@ -166,9 +179,10 @@ def test_packing_keeps_every_piece_once_within_the_task_bound(
     assert tasks == split_ranges(ranges, min_partitions=min_partitions, max_records_per_partition=max_recs,
                                  max_partitions=max_parts)
     assert all(task for task in tasks) and len(tasks) == min(len(unpacked), max_parts)
-    assert sorted(flat(tasks), key=unpacked.index) == unpacked and len(flat(tasks)) == len(unpacked)
+    at = positions(unpacked)
+    assert sorted(flat(tasks), key=at.__getitem__) == unpacked and len(flat(tasks)) == len(unpacked)
     for task in tasks:  # in input order within a task
-        assert [unpacked.index(p) for p in task] == sorted(unpacked.index(p) for p in task)
+        assert [at[p] for p in task] == sorted(at[p] for p in task)
     if len(tasks) > 1:  # balanced: the fullest task exceeds the emptiest by at most the largest piece
         loads = [sum(p.size for p in t) for t in tasks]
         assert max(loads) - min(loads) <= max(p.size for p in unpacked)
@@ -205,19 +219,21 @@ def test_split_covers_exactly_contiguous_and_deterministic(
 
 
 @given(range_lists, max_records, st.integers(1, 6))
+@example(MOST_PIECES, 1, 6)
 def test_small_packing_keeps_every_piece_once_within_its_bounds(
     ranges: list[OffsetRange], max_recs: int | None, per_task: int
 ) -> None:
     unpacked = flat(split_ranges(ranges, max_records_per_partition=max_recs))
     tasks = split_ranges(ranges, max_records_per_partition=max_recs, small_ranges_per_task=per_task)
     assert tasks == split_ranges(ranges, max_records_per_partition=max_recs, small_ranges_per_task=per_task)
-    assert sorted(flat(tasks), key=unpacked.index) == unpacked and len(flat(tasks)) == len(unpacked)
+    at = positions(unpacked)
+    assert sorted(flat(tasks), key=at.__getitem__) == unpacked and len(flat(tasks)) == len(unpacked)
     cap = min(SMALL_RANGE_RECORDS, max_recs or SMALL_RANGE_RECORDS)
     for task in tasks:
-        assert task and [unpacked.index(p) for p in task] == sorted(unpacked.index(p) for p in task)
+        assert task and [at[p] for p in task] == sorted(at[p] for p in task)
         if len(task) > 1:  # only small pieces share, within both bounds
             assert len(task) <= per_task and sum(p.size for p in task) <= cap
             assert all(p.size < cap for p in task)
     # tasks in the input order of their first piece
-    firsts = [unpacked.index(t[0]) for t in tasks]
+    firsts = [at[t[0]] for t in tasks]
     assert firsts == sorted(firsts)
