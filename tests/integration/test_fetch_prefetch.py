@@ -2,9 +2,10 @@
 
 A fetcher reads a range and stops at its end; librdkafka keeps fetching ahead of it and decodes
 (decompresses, parses) every record it fetched, used or not. ``fetcher_config`` bounds that
-(``queued.max.messages.kbytes`` 4 MiB, see the comment there): this checks on a real broker that
-the setting bounds what an assigned partition fetches ahead of a reader that stopped, and that
-librdkafka did fetch ahead up to the bound.
+(``queued.min.messages`` 20,000 records, ``queued.max.messages.kbytes`` 4 MiB, whichever comes
+first; see the comments there): this checks on a real broker that each bound stops what an
+assigned partition fetches ahead of a reader that stopped (the record bound for small records,
+the byte bound for large ones), and that librdkafka did fetch ahead up to the bound.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from spark_groupsource.config import fetcher_config, parse_stream_options
 
 pytestmark = pytest.mark.integration
 
-RECORDS = 150_000
-VALUE = b"x" * 100
 SETTLE_S = 3.0
 
 
@@ -51,22 +50,36 @@ def _fetched_ahead(bootstrap: str, topic: str, **options: str) -> int:
         consumer.close()
 
 
-def test_a_stopped_reader_is_fetched_ahead_only_up_to_the_bound(kafka_broker: Any, unique_name: Any) -> None:
+def _topic_of(kafka_broker: Any, unique_name: Any, records: int, value: bytes) -> str:
     topic = unique_name("prefetch")
     kafka_broker.create_topic(topic, 1)
     producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 20})
-    for _ in range(RECORDS):
+    for _ in range(records):
         while True:
             try:
-                producer.produce(topic, VALUE)
+                producer.produce(topic, value)
                 break
             except BufferError:  # the producer's own queue is full: let it deliver
                 producer.poll(0.1)
     assert producer.flush(60) == 0
+    return topic
+
+
+def test_small_records_are_fetched_ahead_only_up_to_the_record_bound(kafka_broker: Any, unique_name: Any) -> None:
+    topic = _topic_of(kafka_broker, unique_name, 150_000, b"x" * 100)
     fetched = _fetched_ahead(kafka_broker.bootstrap, topic)
-    # 4 MiB of 100 B records (librdkafka counts about 95 B each) plus a fetch in flight: 45,000
-    # on an idle machine. librdkafka's own bounds (100,000 records, 64 MiB) give 109,000 here
-    # (measured 2026-11-26 on Kafka 4.3.1, with kafka.queued.max.messages.kbytes=65536).
-    assert fetched < 70_000, fetched
+    # 20,000 records plus a fetch in flight (up to 1 MiB, about 10,000 of 100 B): 27,000 on an
+    # idle machine (2026-11-27, Kafka 4.0.1). The 4 MiB bound alone let 45,000 through (librdkafka
+    # counts about 95 B a record), librdkafka's own bounds (100,000 records, 64 MiB) 109,000.
+    assert fetched < 38_000, fetched
     # and the fetcher did run ahead, so the bound, not a slow start, is what stopped it
-    assert fetched > 20_000, fetched
+    assert fetched > 15_000, fetched
+
+
+def test_large_records_are_fetched_ahead_only_up_to_the_byte_bound(kafka_broker: Any, unique_name: Any) -> None:
+    topic = _topic_of(kafka_broker, unique_name, 30_000, b"x" * 1000)
+    fetched = _fetched_ahead(kafka_broker.bootstrap, topic)
+    # 4 MiB of 1 KB records is 4,194 plus a fetch in flight (up to 1 MiB, about 1,000); the
+    # record bound (20,000) would let five times as many through
+    assert fetched < 8_000, fetched
+    assert fetched > 3_000, fetched

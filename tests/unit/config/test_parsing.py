@@ -489,6 +489,9 @@ def test_fetcher_config_bounds_the_prefetch_unless_told_otherwise() -> None:
     assert fetcher_config(stream())["queued.max.messages.kbytes"] == 4096
     told = stream(**{"kafka.queued.max.messages.kbytes": "65536"})
     assert fetcher_config(told)["queued.max.messages.kbytes"] == "65536"
+    assert fetcher_config(stream())["queued.min.messages"] == 20_000
+    told = stream(**{"kafka.queued.min.messages": "100000"})
+    assert fetcher_config(told)["queued.min.messages"] == "100000"
 
 
 def test_fetcher_config_is_accepted_by_confluent_kafka() -> None:
