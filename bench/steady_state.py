@@ -13,6 +13,8 @@ CPU) of the rounds is taken:
   records/s          4N / (wall(5N) - wall(N))
   CPU-s per million  (CPU(5N) - CPU(N)) / 4N, of the bench's process tree (Spark's JVM, its
                      Python daemon, workers and the streaming source's runner; see _common.py)
+  JVM/M, Py/M        the same CPU split: Spark's JVM, and its Python processes (the bench's own
+                     process counts in neither)
   cores busy         (CPU(5N) - CPU(N)) / (wall(5N) - wall(N)): 2.0 is a local[2] session
                      with both cores working all the time
   broker CPU         the same difference for the broker's process (the server, left out above)
@@ -83,12 +85,15 @@ READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-
 
 @dataclass(frozen=True)
 class Sample:
-    """One query: records read, wall seconds, CPU seconds of Spark's tree and of the broker."""
+    """One query: records read, wall seconds, CPU seconds of Spark's tree (and of its JVM and
+    its Python processes apart) and of the broker."""
 
     records: int
     wall: float
     cpu: float
     broker_cpu: float = 0.0
+    jvm_cpu: float = 0.0
+    python_cpu: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,8 @@ class Marginal:
     wall: float
     cpu: float
     broker_cpu: float
+    jvm_cpu: float = 0.0
+    python_cpu: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -113,6 +120,14 @@ class Marginal:
         return self.broker_cpu / self.records * 1e6
 
     @property
+    def jvm_per_million(self) -> float:
+        return self.jvm_cpu / self.records * 1e6
+
+    @property
+    def python_per_million(self) -> float:
+        return self.python_cpu / self.records * 1e6
+
+    @property
     def cores_busy(self) -> float:
         return self.cpu / self.wall if self.wall > 0 else float("inf")
 
@@ -125,8 +140,9 @@ def best_sample(samples: list[Sample]) -> Sample:
     records = {s.records for s in samples}
     if len(records) != 1:
         raise ValueError(f"samples of different sizes: {sorted(records)}")
-    return Sample(samples[0].records, min(s.wall for s in samples), min(s.cpu for s in samples),
-                  min(s.broker_cpu for s in samples))
+    least = min(samples, key=lambda s: s.cpu)  # its JVM / Python split, so the two add up to its CPU
+    return Sample(samples[0].records, min(s.wall for s in samples), least.cpu,
+                  min(s.broker_cpu for s in samples), least.jvm_cpu, least.python_cpu)
 
 
 def marginal(small: Sample, large: Sample) -> Marginal:
@@ -135,7 +151,8 @@ def marginal(small: Sample, large: Sample) -> Marginal:
     extra = large.records - small.records
     if extra <= 0:
         raise ValueError(f"the large read ({large.records}) must hold more records than the small ({small.records})")
-    return Marginal(extra, large.wall - small.wall, large.cpu - small.cpu, large.broker_cpu - small.broker_cpu)
+    return Marginal(extra, large.wall - small.wall, large.cpu - small.cpu, large.broker_cpu - small.broker_cpu,
+                    large.jvm_cpu - small.jvm_cpu, large.python_cpu - small.python_cpu)
 
 
 def records_for(value_size: int, n_at_100: int) -> int:
@@ -207,7 +224,7 @@ def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
             print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
                   f"{load_average()}); again)")
     b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0)
+    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0, run.jvm, run.python)
 
 
 def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str, Marginal]:
@@ -229,15 +246,16 @@ def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str
             for topic, count in ((small, n), (large, 5 * n)):
                 samples.setdefault((reader, count), []).append(_measured(spark, reader, broker, topic, count, args, size))
     out = {}
-    print(f"  {'reader':<22}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'cores':>7}{'broker/M':>10}"
-          f"   rounds (wall N / 5N)")
+    print(f"  {'reader':<22}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'JVM/M':>7}{'Py/M':>7}{'cores':>7}"
+          f"{'broker/M':>10}   rounds (wall N / 5N)")
     for reader in readers:
         m = marginal(best_sample(samples[(reader, n)]), best_sample(samples[(reader, 5 * n)]))
         out[reader] = m
         rounds = " ".join(f"{a.wall:.1f}/{b.wall:.1f}" for a, b in zip(samples[(reader, n)], samples[(reader, 5 * n)],
                                                                       strict=True))
         print(f"  {reader:<22}{best_sample(samples[(reader, n)]).wall:>8.2f}{best_sample(samples[(reader, 5 * n)]).wall:>9.2f}"
-              f"{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}   {rounds}")
+              f"{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}{m.jvm_per_million:>7.2f}{m.python_per_million:>7.2f}"
+              f"{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}   {rounds}")
     return out
 
 

@@ -22,6 +22,12 @@ def test_marginal_is_the_difference_of_the_two_reads():
     assert m.broker_per_million == pytest.approx(1.0)
 
 
+def test_marginal_splits_the_cpu_into_jvm_and_python():
+    m = marginal(Sample(100_000, 3.0, 2.0, 0.5, 1.5, 0.5), Sample(500_000, 5.0, 6.0, 0.9, 3.5, 2.5))
+    assert m.jvm_per_million == pytest.approx(5.0)
+    assert m.python_per_million == pytest.approx(5.0)
+
+
 def test_marginal_needs_the_large_read_to_be_larger():
     with pytest.raises(ValueError):
         marginal(Sample(5, 1.0, 1.0), Sample(5, 2.0, 2.0))
@@ -30,6 +36,11 @@ def test_marginal_needs_the_large_read_to_be_larger():
 def test_best_sample_takes_least_wall_and_least_cpu_each_on_its_own():
     best = best_sample([Sample(10, 3.0, 1.0, 0.2), Sample(10, 2.0, 4.0, 0.1), Sample(10, 5.0, 2.0, 0.3)])
     assert best == Sample(10, 2.0, 1.0, 0.1)
+
+
+def test_best_sample_keeps_the_split_of_the_round_of_least_cpu():
+    best = best_sample([Sample(10, 3.0, 1.0, 0.2, 0.7, 0.3), Sample(10, 2.0, 4.0, 0.1, 1.0, 3.0)])
+    assert (best.cpu, best.jvm_cpu, best.python_cpu) == (1.0, 0.7, 0.3)
 
 
 def test_best_sample_refuses_mixed_sizes_and_nothing():
