@@ -29,7 +29,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTP
 
 from assignment.model import TopicPartition
@@ -100,12 +100,12 @@ class Ours:
             if new:
                 committed = m.committed(new)
                 for tp in new:
-                    low, _high = self._ends.get_watermark_offsets(KafkaTP(tp.topic, tp.partition), timeout=10)
+                    low, _high = self._watermarks(tp)
                     got = committed.get(tp)
                     self._positions[(tp, serials[tp])] = got if got is not None else low
             ends = {}
             for tp, s in serials.items():
-                _low, high = self._ends.get_watermark_offsets(KafkaTP(tp.topic, tp.partition), timeout=10)
+                _low, high = self._watermarks(tp)
                 start = self._positions[(tp, s)]
                 if high > start:
                     self.ranges.append((tp.partition, start, high))
@@ -121,6 +121,19 @@ class Ours:
         finally:
             m.batch_completed()
         return True
+
+    def _watermarks(self, tp: TopicPartition) -> tuple[int, int]:
+        """The partition's ends, asked again on an error as the source's own offset reader does
+        (fetchOffset.numRetries): a CI run at load 30 met NOT_LEADER_FOR_PARTITION here, a
+        broker still taking up the leadership of the new topic."""
+        for attempt in range(10):
+            try:
+                return self._ends.get_watermark_offsets(KafkaTP(tp.topic, tp.partition), timeout=10)
+            except KafkaException:
+                if attempt == 9:
+                    raise
+                self._stop.wait(0.5)
+        raise AssertionError("unreachable")
 
     def check(self) -> None:
         if self._error is not None:
