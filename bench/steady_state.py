@@ -57,6 +57,7 @@ from _common import (  # noqa: E402
     SPARK,
     Meter,
     load_average,
+    per_million,
     produce,
     side_by_side_readers,
     spark_session,
@@ -113,19 +114,19 @@ class Marginal:
 
     @property
     def cpu_per_million(self) -> float:
-        return self.cpu / self.records * 1e6
+        return per_million(self.cpu, self.records)
 
     @property
     def broker_per_million(self) -> float:
-        return self.broker_cpu / self.records * 1e6
+        return per_million(self.broker_cpu, self.records)
 
     @property
     def jvm_per_million(self) -> float:
-        return self.jvm_cpu / self.records * 1e6
+        return per_million(self.jvm_cpu, self.records)
 
     @property
     def python_per_million(self) -> float:
-        return self.python_cpu / self.records * 1e6
+        return per_million(self.python_cpu, self.records)
 
     @property
     def cores_busy(self) -> float:
