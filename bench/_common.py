@@ -1,7 +1,8 @@
 """What the benchmarks share: the Spark session, producing test records, CPU accounting.
 
 CPU-seconds are read from /proc (Linux): a process's own user+system time plus that of its
-children it has reaped, summed over a process tree. Spark's JVM, its Python daemon, the workers
+children it has reaped, summed over a process tree (and, by :class:`Meter`, of processes that
+exited unreaped). Spark's JVM, its Python daemon, the workers
 it forks and the streaming source's runner are all descendants of the bench process; the dev
 broker is too, and is left out (it is the server, not the reader).
 """
@@ -12,8 +13,10 @@ import glob
 import os
 import random
 import sys
+import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -81,9 +84,9 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int, value_size: int
         raise RuntimeError(f"{left} records not delivered to {topic}")
 
 
-def _stat(pid: int) -> tuple[int, float, float] | None:
-    """(parent pid, own CPU seconds, CPU seconds of reaped children) of one process, None if
-    it is gone."""
+def _stat(pid: int) -> tuple[int, int, float, float] | None:
+    """(parent pid, start time in ticks, own CPU seconds, CPU seconds of reaped children) of
+    one process, None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
@@ -92,7 +95,7 @@ def _stat(pid: int) -> tuple[int, float, float] | None:
     fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
     ppid = int(fields[1])
     utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return ppid, (utime + stime) / _TICK, (cutime + cstime) / _TICK
+    return ppid, int(fields[19]), (utime + stime) / _TICK, (cutime + cstime) / _TICK
 
 
 def _kind(pid: int, root: int) -> str:
@@ -108,33 +111,81 @@ def _kind(pid: int, root: int) -> str:
     return "jvm" if comm == "java" else "python" if comm.startswith("python") else "other"
 
 
-def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]:
-    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees,
-    per :func:`_kind`. A process that exited was counted into its parent's reaped-children
-    time, so the difference of two readings is the tree's CPU in between (less whatever an
-    unreaped zombie used); reaped time counts as Python's (Spark's JVM only starts Python
-    processes), so a worker or runner that exits between two readings stays on the Python side."""
+_SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is 17 on Linux
+
+
+def _ignores_sigchld(pid: int) -> bool:
+    """Whether ``pid`` ignores SIGCHLD: its children are then reaped by the kernel, and what
+    they used is added to nobody's reaped-children time (PySpark's daemon does this)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) & _SIGCHLD_BIT)
+    except OSError:
+        pass
+    return False
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """One process of the tree at one reading: its part, own and reaped CPU seconds, and
+    whether its parent lets the kernel reap it (then its time vanishes when it exits)."""
+
+    kind: str
+    own: float
+    reaped: float
+    autoreaped: bool
+
+    def by_kind(self) -> dict[str, float]:
+        # what exited children used: those of the bench, of Spark's JVM and of its Python
+        # daemon are Python processes (workers, the source's runner, the bench's readers)
+        reaped_kind = "python" if self.kind in ("bench", "jvm", "python") else self.kind
+        out = {self.kind: self.own}
+        out[reaped_kind] = out.get(reaped_kind, 0.0) + self.reaped
+        return out
+
+
+def _tree(root: int, exclude: Iterable[int] = ()) -> dict[tuple[int, int], _Seen]:
+    """``root`` and every live descendant, skipping ``exclude`` and their trees, keyed by
+    (pid, start time) so that a reused pid is another process."""
     stats = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and (s := _stat(int(name))) is not None:
             stats[int(name)] = s
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in stats.items():
+    for pid, (ppid, *_rest) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    skip, todo = set(exclude), [root]
-    total = {"bench": 0.0, "jvm": 0.0, "python": 0.0, "other": 0.0}
+    skip, todo, seen = set(exclude), [(root, False)], {}
     while todo:
-        pid = todo.pop()
+        pid, autoreaped = todo.pop()
         if pid in skip or pid not in stats:
             continue
-        _, own, reaped = stats[pid]
-        kind = _kind(pid, root)
-        total[kind] += own
-        # what exited children used: those of the bench, of Spark's JVM and of its Python
-        # daemon are Python processes (workers, the source's runner, the bench's readers)
-        total["python" if kind in ("bench", "jvm", "python") else kind] += reaped
-        todo.extend(children.get(pid, ()))
+        _, started, own, reaped = stats[pid]
+        seen[(pid, started)] = _Seen(_kind(pid, root), own, reaped, autoreaped)
+        kids = children.get(pid, ())
+        if kids:
+            ignores = _ignores_sigchld(pid)
+            todo.extend((kid, ignores) for kid in kids)
+    return seen
+
+
+def _sum_by_kind(processes: Iterable[_Seen], sign: float = 1.0,
+                 total: dict[str, float] | None = None) -> dict[str, float]:
+    total = total if total is not None else {"bench": 0.0, "jvm": 0.0, "python": 0.0, "other": 0.0}
+    for p in processes:
+        for kind, seconds in p.by_kind().items():
+            total[kind] += sign * seconds
     return total
+
+
+def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]:
+    """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees,
+    per :func:`_kind`. A process that exited was counted into its parent's reaped-children
+    time, unless its parent ignores SIGCHLD (:class:`Meter` keeps those); reaped time counts
+    as Python's (Spark's JVM only starts Python processes), so a worker or runner that exits
+    between two readings stays on the Python side."""
+    return _sum_by_kind(_tree(root, exclude).values())
 
 
 def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
@@ -144,23 +195,54 @@ def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
 
 class Meter:
     """Wall and CPU seconds of this process's tree (less ``exclude``) between start and stop;
-    ``by_kind``: the CPU split into the bench process, Spark's JVM and Spark's Python processes."""
+    ``by_kind``: the CPU split into the bench process, Spark's JVM and Spark's Python processes.
 
-    def __init__(self, exclude: Iterable[int] = ()):
+    Two readings of the tree are not enough: PySpark's daemon ignores SIGCHLD, so a worker it
+    forked (idle ones are stopped after a minute) or a streaming source's runner that exits
+    takes its CPU out of the tree. A runner ending after the previous query left its whole
+    life's CPU out of the next reader's reading: Spark's source came out at -1.10 CPU-s per
+    million records (bench/steady_state.py, 2026-11-27 08:24 UTC). So a thread reads the tree
+    every ``interval`` seconds too, and a process that vanished unreaped counts with what it had
+    used at its last reading (its CPU after that reading is lost: workers and runners are
+    stopped while idle). The thread's own CPU is taken off the bench's."""
+
+    def __init__(self, exclude: Iterable[int] = (), interval: float = 0.1):
         self.exclude = tuple(exclude)
+        self.interval = interval
         self.wall = self.cpu = 0.0
         self.by_kind: dict[str, float] = {}
 
     def __enter__(self) -> Meter:
-        self._cpu0 = tree_cpu_by_kind(os.getpid(), self.exclude)
+        self._first = _tree(os.getpid(), self.exclude)
+        self._last = dict(self._first)
+        self._stop = threading.Event()
+        self._sampler_cpu = 0.0
+        self._thread = threading.Thread(target=self._sample, name="bench-meter", daemon=True)
+        self._thread.start()
         self._t0 = time.perf_counter()
         return self
 
+    def _sample(self) -> None:
+        t0 = time.thread_time()
+        while not self._stop.wait(self.interval):
+            self._last.update(_tree(os.getpid(), self.exclude))
+        self._sampler_cpu = time.thread_time() - t0
+
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self._t0
-        end = tree_cpu_by_kind(os.getpid(), self.exclude)
-        self.by_kind = {k: end[k] - self._cpu0[k] for k in end}
-        self.cpu = sum(self.by_kind.values())
+        self._stop.set()
+        self._thread.join()
+        end = _tree(os.getpid(), self.exclude)
+        total = _sum_by_kind(end.values())
+        _sum_by_kind((self._first[k] for k in end if k in self._first), -1.0, total)
+        gone = [k for k in self._last if k not in end]
+        # gone and reaped by its parent: its time moved into the parent's, counted above
+        _sum_by_kind((self._first[k] for k in gone if k in self._first), -1.0, total)
+        # gone unreaped: what it had used at its last reading
+        _sum_by_kind((self._last[k] for k in gone if self._last[k].autoreaped), 1.0, total)
+        total["bench"] -= self._sampler_cpu
+        self.by_kind = total
+        self.cpu = sum(total.values())
 
 
 def per_million(cpu_s: float, records: int) -> float:

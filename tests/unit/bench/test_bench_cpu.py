@@ -75,3 +75,26 @@ def test_the_split_by_kind_keeps_python_children_under_python_live_or_exited():
     finally:
         child.kill()
         child.wait(30)
+
+
+def test_a_child_reaped_by_the_kernel_still_counts():
+    """PySpark's daemon ignores SIGCHLD: a worker it forked takes its CPU out of the tree when
+    it exits (nobody's reaped-children time gets it). The Meter keeps what it had used."""
+    burner = BURN.format(s=0.4) + "time.sleep(0.5)\n"  # idle at the end, as a stopped worker
+    parent = ("import signal, subprocess, sys, time\n"
+              "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+              f"child = subprocess.Popen([sys.executable, '-c', {burner!r}])\n"
+              "while True:\n"
+              "    try:\n"
+              "        with open(f'/proc/{child.pid}/stat'): pass\n"
+              "    except OSError:\n"
+              "        break\n"
+              "    time.sleep(0.05)\n"
+              "time.sleep(0.3)\n")
+    code = (f"import json, subprocess, sys\nsys.path.insert(0, {str(BENCH)!r})\n"
+            "from _common import Meter\n"
+            "with Meter() as m:\n"
+            f"    subprocess.run([sys.executable, '-c', {parent!r}], check=True)\n"
+            "print(json.dumps({'cpu': m.cpu}))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert 0.4 - TICK <= json.loads(out.stdout)["cpu"] < 5.0
