@@ -47,7 +47,7 @@ from spark_groupsource.config.client_configs import PREFETCH_KBYTES
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
-from spark_groupsource.executor.heap import freeze_once
+from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.executor.native import NativeConsumer
 from spark_groupsource.executor.silence import ClusterSilence
 from spark_groupsource.ranges import OffsetRange
@@ -178,7 +178,8 @@ def read_partition(
     A batch ends at ``max_records_per_batch`` rows or once its values reach
     ``max_bytes_per_batch`` bytes (maxBytesPerArrowBatch), whichever comes first.
     ``fetcher`` (the option): ``auto``, ``native`` or ``python`` (:func:`fetcher_kind`).
-    ``gc_freeze`` (workerGcFreeze): :func:`spark_groupsource.executor.heap.freeze_once`.
+    ``gc_freeze`` (workerGcFreeze): :func:`spark_groupsource.executor.heap.freeze_once` at the
+    start, :func:`~spark_groupsource.executor.heap.freeze_settled` at the end.
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -220,6 +221,8 @@ def read_partition(
         healthy = True
     finally:
         _POOL.release(config, consumer, healthy, kind)
+    if gc_freeze:
+        freeze_settled()
 
 
 #: Most partitions a native fetcher keeps assigned at once (the one being read and the next
