@@ -9,7 +9,7 @@ Spark's share of any Python streaming source: the per-query runner process Spark
 (``python_streaming_source_runner``), the Python workers, the Arrow hand-off to the JVM and the
 JVM's conversion into rows. groupkafka cannot be faster than this, nor use less CPU. Like
 groupkafka (workerGcFreeze), it freezes a worker's long-lived objects out of the full garbage
-collection Spark's reused workers run after every task (spark_groupsource/executor/heap.py): a
+collection Spark's reused workers run after every task, at the first read's start and end (spark_groupsource/executor/heap.py): a
 remedy open to any Python source, so the floor has it too.
 
 Offsets are one position per partition (``{"o": [...]}``), rows dealt round-robin, so that at
@@ -31,16 +31,29 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from spark_groupsource.executor.heap import freeze_once
+from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.schema import arrow_schema, spark_schema
 
 _BLOCK = 10_000
-_TEMPLATES: dict[int, pa.RecordBatch] = {}
+
+
+def _templates() -> dict[int, pa.RecordBatch]:
+    """The worker's templates. This module travels by value, so each task unpickles it anew:
+    a dict of its own would be empty in every task (building a template cost each task
+    milliseconds no source pays); a module in ``sys.modules`` outlives the task."""
+    import sys
+    import types
+
+    holder = sys.modules.setdefault("_benchfloor_templates", types.ModuleType("_benchfloor_templates"))
+    if not hasattr(holder, "by_size"):
+        holder.by_size = {}
+    return holder.by_size
 
 
 def _template(value_size: int) -> pa.RecordBatch:
     """One batch of ``_BLOCK`` rows with values of ``value_size`` bytes (built once per worker)."""
-    batch = _TEMPLATES.get(value_size)
+    templates = _templates()
+    batch = templates.get(value_size)
     if batch is None:
         n = _BLOCK
         batch = pa.RecordBatch.from_arrays(
@@ -55,7 +68,7 @@ def _template(value_size: int) -> pa.RecordBatch:
             ],
             schema=arrow_schema(False),
         )
-        _TEMPLATES[value_size] = batch
+        templates[value_size] = batch
     return batch
 
 
@@ -112,6 +125,7 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             n = min(left, _BLOCK)
             yield template.slice(0, n)
             left -= n
+        freeze_settled()
 
     def commit(self, end) -> None:
         pass
