@@ -313,14 +313,35 @@ class ConsumerPool:
         # holds secret values: only ever compared, never logged
         return (kind, *sorted((str(k), repr(v)) for k, v in config.items()))
 
+    def _expire(self, now: float) -> list[Consumer | NativeConsumer]:
+        """Take the fetchers idle for longer than the timeout out of the pool, whatever their
+        configuration (under the lock; the caller closes them outside it). A worker outlives
+        its queries: the fetchers of a finished query (another group, other options) would
+        otherwise stay, each with its threads, connections and tens of MiB of buffers."""
+        stale = []
+        for key in list(self._idle):
+            entries = self._idle[key]
+            stale.extend(c for since, c in entries if now - since > self.idle_timeout_s)
+            fresh = [(since, c) for since, c in entries if now - since <= self.idle_timeout_s]
+            if fresh:
+                self._idle[key] = fresh
+            else:
+                del self._idle[key]
+        return stale
+
+    def idle_count(self) -> int:
+        """Fetchers in the pool now."""
+        with self._lock:
+            return sum(len(entries) for entries in self._idle.values())
+
     def acquire(self, config: dict[str, Any], kind: str = PYTHON) -> Consumer | NativeConsumer:
         key, now = self._key(config, kind), time.monotonic()
         with self._lock:
-            idle = self._idle.get(key, [])
-            fresh = [(since, c) for since, c in idle if now - since <= self.idle_timeout_s]
-            stale = [c for since, c in idle if now - since > self.idle_timeout_s]
+            stale = self._expire(now)
+            fresh = self._idle.get(key, [])
             found = fresh.pop()[1] if fresh else None
-            self._idle[key] = fresh
+            if not fresh:
+                self._idle.pop(key, None)
             if found is not None:
                 self.reused += 1
             else:
@@ -344,11 +365,13 @@ class ConsumerPool:
             _close_quietly(consumer)
             return
         with self._lock:
+            now = time.monotonic()
+            stale = self._expire(now)
             idle = self._idle.setdefault(self._key(config, kind), [])
-            idle.append((time.monotonic(), consumer))
+            idle.append((now, consumer))
             extra = idle[: max(0, len(idle) - self.max_idle)]
             del idle[: len(extra)]
-        for _, old in extra:
+        for old in [*stale, *(c for _, c in extra)]:
             _close_quietly(old)
 
     def clear(self) -> None:

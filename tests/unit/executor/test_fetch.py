@@ -91,3 +91,22 @@ def test_idle_consumers_are_capped_and_expire():
         expiring.clear()
     finally:
         pool.clear()
+
+
+def test_idle_consumers_of_other_configurations_expire_too():
+    """A worker outlives its queries: what a finished query (another group) left in the pool
+    is closed once idle too long, when any task takes or returns a fetcher."""
+    pool = ConsumerPool(idle_timeout_s=0.2)
+    try:
+        finished = {**CONFIG, "group.id": "a-finished-query"}
+        old = pool.acquire(finished)
+        pool.release(finished, old, healthy=True)
+        assert pool.idle_count() == 1
+        time.sleep(0.3)
+        current = pool.acquire(CONFIG)
+        assert pool.idle_count() == 0
+        pool.release(CONFIG, current, healthy=True)
+        assert pool.idle_count() == 1
+        assert pool.acquire(finished) is not old
+    finally:
+        pool.clear()
