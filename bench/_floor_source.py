@@ -9,8 +9,9 @@ Spark's share of any Python streaming source: the per-query runner process Spark
 (``python_streaming_source_runner``), the Python workers, the Arrow hand-off to the JVM and the
 JVM's conversion into rows. groupkafka cannot be faster than this, nor use less CPU. Like
 groupkafka (workerGcFreeze), it freezes a worker's long-lived objects out of the full garbage
-collection Spark's reused workers run after every task, at the first read's start and end (spark_groupsource/executor/heap.py): a
-remedy open to any Python source, so the floor has it too.
+collection Spark's reused workers run after every task, at the first read's start and end
+(spark_groupsource/executor/heap.py): a remedy open to any Python source, so the floor has it
+too.
 
 Offsets are one position per partition (``{"o": [...]}``), rows dealt round-robin, so that at
 1,000 partitions the offsets Spark logs and hands to the runner are as large as a Kafka
