@@ -32,33 +32,28 @@ __all__ = ["freeze_once", "freeze_settled"]
 log = logging.getLogger("spark_groupsource.fetch")
 
 _lock = threading.Lock()
-_frozen = False
-_settled = False
+_done: set[str] = set()
+
+
+def _freeze(moment: str) -> bool:
+    """Collect, then freeze what survives; once per process and ``moment``."""
+    with _lock:
+        if moment in _done:
+            return False
+        _done.add(moment)
+        gc.collect()
+        gc.freeze()
+    log.debug("froze %d objects of this Python worker (%s)", gc.get_freeze_count(), moment)
+    return True
 
 
 def freeze_once() -> bool:
-    """Collect, then freeze what survives; once per process. True if this call froze."""
-    global _frozen
-    with _lock:
-        if _frozen:
-            return False
-        _frozen = True
-        gc.collect()
-        gc.freeze()
-    log.debug("froze %d objects of this Python worker out of its per-task collections",
-              gc.get_freeze_count())
-    return True
+    """At the start of a read: collect, then freeze what survives; once per process. True if
+    this call froze."""
+    return _freeze("first read")
 
 
 def freeze_settled() -> bool:
     """At the end of a complete read: collect, then freeze what survives (what the task
     imported); once per process. True if this call froze."""
-    global _settled
-    with _lock:
-        if _settled:
-            return False
-        _settled = True
-        gc.collect()
-        gc.freeze()
-    log.debug("froze %d objects of this Python worker after its first read", gc.get_freeze_count())
-    return True
+    return _freeze("after the first read")
