@@ -190,11 +190,17 @@ def test_drain_waits_for_in_flight_batch(broker, unique_name):
     """
     topic, group = unique_name("drain"), unique_name("g")
     broker.create_topic(topic, 2)
-    a = _member(broker, group, topic)
+    # Kafka waits for a's JoinGroup up to the rebalance timeout (max.poll.interval.ms, 20 s
+    # here); the mock closes the join window a session timeout less 1 s after b's JoinGroup
+    # whatever the rebalance timeout, then moves on without a (rd_kafka_mock_cgrp_rebalance).
+    # With the mock's 3 s session a loaded machine's drain (1 s + a commit) did not fit in 2 s
+    # (CI, 2026-11-27): a session of 10 s gives the mock's window 9 s.
+    client = {"session_timeout_ms": 10_000} if broker.backend == "mock" else {}
+    a = _member(broker, group, topic, client=client)
     a.start()
     owned = set(_owning(a, topic, 2))
     a.batch_planned(owned)
-    b = _member(broker, group, topic)
+    b = _member(broker, group, topic, client=client)
     b.start()
     try:
         wait_until(lambda: a.snapshot().revoking, timeout=60, message="revocation to start")
