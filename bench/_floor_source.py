@@ -11,7 +11,8 @@ JVM's conversion into rows. groupkafka cannot be faster than this, nor use less 
 groupkafka (workerGcFreeze), it freezes a worker's long-lived objects out of the full garbage
 collection Spark's reused workers run after every task, at the first read's start and end
 (spark_groupsource/executor/heap.py): a remedy open to any Python source, so the floor has it
-too.
+too; so is what groupkafka does to its worker's socket to the JVM (workerTcpNoDelay,
+spark_groupsource/executor/task_socket.py; option ``tcpNoDelay``, default true).
 
 Offsets are one position per partition (``{"o": [...]}``), rows dealt round-robin, so that at
 1,000 partitions the offsets Spark logs and hands to the runner are as large as a Kafka
@@ -33,6 +34,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from spark_groupsource.executor.heap import freeze_once, freeze_settled
+from spark_groupsource.executor.task_socket import speed_up_task_socket
 from spark_groupsource.schema import arrow_schema, spark_schema
 
 _BLOCK = 10_000
@@ -74,9 +76,9 @@ def _template(value_size: int) -> pa.RecordBatch:
 
 
 class _Range(InputPartition):
-    def __init__(self, index: int, rows: int, value_size: int):
+    def __init__(self, index: int, rows: int, value_size: int, tcp_no_delay: bool = True):
         super().__init__(index)
-        self.rows, self.value_size = rows, value_size
+        self.rows, self.value_size, self.tcp_no_delay = rows, value_size, tcp_no_delay
 
 
 class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -86,6 +88,7 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.rate = float(options.get("rate", "0"))
         self.rows = int(options.get("rows", "0"))
         self.max_rows = int(options.get("maxOffsetsPerTrigger", "0")) or None
+        self.tcp_no_delay = options.get("tcpNoDelay", "true") == "true"
         self.born = time.monotonic()
         self.cap: int | None = None
 
@@ -115,11 +118,13 @@ class FloorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._offset(max(at, end))
 
     def partitions(self, start, end):
-        return [_Range(i, hi - lo, self.value_size)
+        return [_Range(i, hi - lo, self.value_size, self.tcp_no_delay)
                 for i, (lo, hi) in enumerate(zip(start["o"], end["o"], strict=True)) if hi > lo]
 
     def read(self, partition: _Range):
         freeze_once()  # as groupkafka does (workerGcFreeze): any Python source can
+        if partition.tcp_no_delay:
+            speed_up_task_socket()
         template = _template(partition.value_size)
         left = partition.rows
         while left > 0:

@@ -92,4 +92,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             security=self.opts.security,
             fetcher=self.opts.fetcher,
             gc_freeze=self.opts.worker_gc_freeze,
+            tcp_no_delay=self.opts.worker_tcp_no_delay,
         )

@@ -121,6 +121,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             security=self.opts.security,
             fetcher=self.opts.fetcher,
             gc_freeze=self.opts.worker_gc_freeze,
+            tcp_no_delay=self.opts.worker_tcp_no_delay,
         )
 
     def stop(self) -> None:

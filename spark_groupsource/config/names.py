@@ -53,6 +53,7 @@ OPTION_NAMES = [
     "maxBytesPerArrowBatch",
     "fetcher",
     "workerGcFreeze",
+    "workerTcpNoDelay",
     "kafkaConsumer.pollTimeoutMs",
     "fetchOffset.numRetries",
     "fetchOffset.retryIntervalMs",

@@ -56,6 +56,9 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
 ``workerGcFreeze``                     ``true`` (default) / ``false``: freeze a Python
                                        worker's long-lived objects out of the full garbage
                                        collection Spark runs after every task
+``workerTcpNoDelay``                   ``true`` (default) / ``false``: a Python worker's
+                                       socket to Spark's JVM sends and acknowledges at once
+                                       (no Nagle / delayed-ACK wait per task over TCP)
 ``kafkaConsumer.pollTimeoutMs``        positive int, default 120000: how long an executor
                                        waits for records it knows exist before failing
 ``fetchOffset.numRetries``             int >= 0, default 3: driver offset-query retries
@@ -172,6 +175,8 @@ class CommonOptions:
     fetcher: str = "auto"
     #: Freeze a Python worker's long-lived objects out of Spark's per-task gc.collect().
     worker_gc_freeze: bool = True
+    #: TCP_NODELAY and prompt ACKs on a Python worker's socket to the JVM (task_socket.py).
+    worker_tcp_no_delay: bool = True
     #: At most this many tasks per batch, ranges packed whole (maxPartitions); None: one per range.
     max_partitions: int | None = None
     #: Ranges of fewer than 1,000 records share a task, up to this many (smallRangesPerTask).

@@ -218,6 +218,7 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         ),
         fetcher=_choice(raw, "fetcher", ("auto", "native", "python"), "auto"),
         worker_gc_freeze=_bool(raw, "workergcfreeze", True),
+        worker_tcp_no_delay=_bool(raw, "workertcpnodelay", True),
         poll_timeout_ms=_int(raw, "kafkaconsumer.polltimeoutms", DEFAULT_POLL_TIMEOUT_MS, minimum=1),
         fetch_offset_num_retries=_int(
             raw, "fetchoffset.numretries", DEFAULT_FETCH_OFFSET_NUM_RETRIES, minimum=0

@@ -50,6 +50,7 @@ from spark_groupsource.executor import native
 from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.executor.native import NativeConsumer
 from spark_groupsource.executor.silence import ClusterSilence
+from spark_groupsource.executor.task_socket import speed_up_task_socket
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
 
@@ -171,6 +172,7 @@ def read_partition(
     max_bytes_per_batch: int | None = None,
     fetcher: str = "auto",
     gc_freeze: bool = True,
+    tcp_no_delay: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
@@ -180,6 +182,7 @@ def read_partition(
     ``fetcher`` (the option): ``auto``, ``native`` or ``python`` (:func:`fetcher_kind`).
     ``gc_freeze`` (workerGcFreeze): :func:`spark_groupsource.executor.heap.freeze_once` at the
     start, :func:`~spark_groupsource.executor.heap.freeze_settled` at the end.
+    ``tcp_no_delay`` (workerTcpNoDelay): :func:`spark_groupsource.executor.task_socket.speed_up_task_socket`.
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -194,6 +197,8 @@ def read_partition(
     stats = stats if stats is not None else FetchStats()
     if gc_freeze:
         freeze_once()
+    if tcp_no_delay:
+        speed_up_task_socket()
     kind = fetcher_kind(config, fetcher, include_headers)
     consumer = _POOL.acquire(config, kind)
     ahead = _Ahead(consumer, ranges, config) if isinstance(consumer, NativeConsumer) else None

@@ -397,6 +397,12 @@ def test_worker_gc_freeze() -> None:
     assert error(workerGcFreeze="sometimes").option == "workerGcFreeze"
 
 
+def test_worker_tcp_no_delay() -> None:
+    assert stream().worker_tcp_no_delay is True
+    assert stream(workerTcpNoDelay="false").worker_tcp_no_delay is False
+    assert error(workerTcpNoDelay="maybe").option == "workerTcpNoDelay"
+
+
 def test_option_keys_are_case_insensitive() -> None:
     o = parse_stream_options({**BASE, "INCLUDEHEADERS": "true", "maxOffsetsPerTrigger": "5"})
     assert o.include_headers and o.max_offsets_per_trigger == 5
