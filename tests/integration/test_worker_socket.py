@@ -23,14 +23,16 @@ def test_a_read_in_a_spark_worker_speeds_up_its_task_socket(spark):
             fd = task_socket._worker_socket_fd()
             alive = any(t.name == "groupkafka-task-socket" for t in threading.enumerate())
             tcp = fd is not None and task_socket._tcp(fd)
-            no_delay = tcp and bool(socket.socket(fileno=os.dup(fd)).getsockopt(
-                socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            no_delay = False
+            if tcp:
+                with socket.socket(fileno=os.dup(fd)) as probe:
+                    no_delay = bool(probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
             yield (partition.value, fd is not None, tcp, no_delay, alive)
 
     class Probe(DataSource):
         @classmethod
         def name(cls):
-            return "promptackprobe"
+            return "tasksocketprobe"
 
         def schema(self):
             return "p int, found boolean, tcp boolean, no_delay boolean, acknowledging boolean"
@@ -39,7 +41,7 @@ def test_a_read_in_a_spark_worker_speeds_up_its_task_socket(spark):
             return ProbeReader()
 
     spark.dataSource.register(Probe)
-    rows = spark.read.format("promptackprobe").load().collect()
+    rows = spark.read.format("tasksocketprobe").load().collect()
     assert sorted(r.p for r in rows) == [0, 1, 2, 3]
     # the test session keeps Spark's default: TCP between the JVM and its workers
     assert all(r.found and r.tcp and r.no_delay and r.acknowledging for r in rows), rows
