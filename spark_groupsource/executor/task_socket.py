@@ -33,7 +33,7 @@ __all__ = ["speed_up_task_socket"]
 log = logging.getLogger("spark_groupsource.fetch")
 
 _lock = threading.Lock()
-_done: set[int] = set()
+_tried = False  # a worker process takes all its tasks from one socket: look for it once
 
 
 def _worker_socket_fd() -> int | None:
@@ -52,15 +52,8 @@ def _worker_socket_fd() -> int | None:
     return None
 
 
-def _tcp(fd: int) -> bool:
-    try:
-        probe = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return False
-    try:
-        return probe.family in (socket.AF_INET, socket.AF_INET6) and probe.type == socket.SOCK_STREAM
-    finally:
-        probe.close()
+def _tcp(sock: socket.socket) -> bool:
+    return sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM
 
 
 def _acknowledge(sock: socket.socket) -> None:
@@ -82,21 +75,26 @@ def _acknowledge(sock: socket.socket) -> None:
 
 def speed_up_task_socket() -> bool:
     """Set TCP_NODELAY on this worker's task socket and start its acknowledging thread (once
-    per process and socket; TCP on Linux only). True if this call did."""
-    if not hasattr(socket, "TCP_QUICKACK") or not hasattr(select, "epoll"):
+    per process: later tasks pay one flag check; TCP on Linux only). True if this call did."""
+    global _tried
+    if _tried or not hasattr(socket, "TCP_QUICKACK") or not hasattr(select, "epoll"):
         return False
     fd = _worker_socket_fd()
     if fd is None:
-        return False
+        return False  # not in a Spark worker's task: the next read looks again
     with _lock:
-        if fd in _done:
+        if _tried:
             return False
-        _done.add(fd)
-    if not _tcp(fd):
-        return False
-    # a descriptor of our own: the worker's may be closed and its number reused
-    sock = socket.socket(fileno=os.dup(fd))
+        _tried = True
     try:
+        # a descriptor of our own: the worker's may be closed and its number reused
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return False
+    try:
+        if not _tcp(sock):
+            sock.close()
+            return False
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError:
         sock.close()

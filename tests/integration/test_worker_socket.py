@@ -22,11 +22,11 @@ def test_a_read_in_a_spark_worker_speeds_up_its_task_socket(spark):
             task_socket.speed_up_task_socket()
             fd = task_socket._worker_socket_fd()
             alive = any(t.name == "groupkafka-task-socket" for t in threading.enumerate())
-            tcp = fd is not None and task_socket._tcp(fd)
-            no_delay = False
-            if tcp:
+            tcp = no_delay = False
+            if fd is not None:
                 with socket.socket(fileno=os.dup(fd)) as probe:
-                    no_delay = bool(probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                    tcp = task_socket._tcp(probe)
+                    no_delay = tcp and bool(probe.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
             yield (partition.value, fd is not None, tcp, no_delay, alive)
 
     class Probe(DataSource):

@@ -82,10 +82,10 @@ def test_with_the_thread_the_input_follows_the_header_at_once():
 def test_unix_domain_sockets_are_left_alone():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with a, b:
-        assert not task_socket._tcp(a.fileno())
+        assert not task_socket._tcp(a)
     jvm, worker = _pair()
     with jvm, worker:
-        assert task_socket._tcp(worker.fileno())
+        assert task_socket._tcp(worker)
 
 
 def test_outside_a_spark_worker_nothing_starts():
