@@ -165,12 +165,13 @@ static PyObject *load(PyObject *self, PyObject *args) {
 typedef struct {
     char *data;
     size_t len, cap;
+    size_t hint; /* the capacity the last batch handed to Python had: the next starts there */
 } Buf;
 
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap)
         return 0;
-    size_t cap = b->cap ? b->cap : 4096;
+    size_t cap = b->cap ? b->cap : (b->hint ? b->hint : 4096);
     while (cap < b->len + extra)
         cap *= 2;
     char *data = realloc(b->data, cap);
@@ -807,29 +808,71 @@ static PyObject *Fetcher_pending(Fetcher *f, PyObject *unused) {
     return Py_BuildValue("(LL)", (long long)f->rows, (long long)f->value_bytes);
 }
 
-static PyObject *bytes_of(const Buf *b) { return PyBytes_FromStringAndSize(b->data, b->len); }
+/* A column's memory handed to Python as is: the buffer protocol over it (read-only), freed
+ * with the object, i.e. when Arrow lets go of the batch. Copying it into a bytes object cost a
+ * second copy of every value (and a fresh allocation of the batch's size) per batch. */
+typedef struct {
+    PyObject_HEAD char *data;
+    Py_ssize_t len;
+} Block;
 
-static PyObject *bincol_take(const BinCol *c) {
+static int Block_getbuffer(Block *self, Py_buffer *view, int flags) {
+    static char empty[1];
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : empty, self->len, 1,
+                             flags);
+}
+
+static void Block_dealloc(Block *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs Block_as_buffer = {(getbufferproc)Block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spark_groupsource.executor._rdkafka_arrow.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column buffer of a batch, handed over from the fetcher (buffer protocol).",
+    .tp_dealloc = (destructor)Block_dealloc,
+    .tp_as_buffer = &Block_as_buffer,
+};
+
+/* The buffer's memory becomes a Block; the buffer starts empty and reserves the same
+ * capacity at its first write (one allocation, no growth by doubling). */
+static PyObject *hand_off(Buf *b) {
+    Block *block = PyObject_New(Block, &BlockType);
+    if (!block)
+        return NULL;
+    block->data = b->data;
+    block->len = (Py_ssize_t)b->len;
+    b->hint = b->cap;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)block;
+}
+
+static PyObject *bincol_take(BinCol *c) {
     /* (validity or None, null count, offsets, data) */
-    PyObject *valid = c->nulls ? bytes_of(&c->valid) : Py_NewRef(Py_None);
-    return Py_BuildValue("(NLNN)", valid, (long long)c->nulls, bytes_of(&c->offsets),
-                         bytes_of(&c->data));
+    PyObject *valid = c->nulls ? hand_off(&c->valid) : Py_NewRef(Py_None);
+    return Py_BuildValue("(NLNN)", valid, (long long)c->nulls, hand_off(&c->offsets),
+                         hand_off(&c->data));
 }
 
 /* take() -> (rows, key, value, offsets, timestamps, types, headers or None); starts a new batch */
 static PyObject *Fetcher_take(Fetcher *f, PyObject *unused) {
     PyObject *headers;
     if (f->headers) {
-        PyObject *valid = f->h_nulls ? bytes_of(&f->h_valid) : Py_NewRef(Py_None);
-        headers = Py_BuildValue("(NLNLNN)", valid, (long long)f->h_nulls, bytes_of(&f->h_offsets),
+        PyObject *valid = f->h_nulls ? hand_off(&f->h_valid) : Py_NewRef(Py_None);
+        headers = Py_BuildValue("(NLNLNN)", valid, (long long)f->h_nulls, hand_off(&f->h_offsets),
                                 (long long)f->h_count, bincol_take(&f->h_key),
                                 bincol_take(&f->h_value));
     } else {
         headers = Py_NewRef(Py_None);
     }
     PyObject *out = Py_BuildValue("(LNNNNNN)", (long long)f->rows, bincol_take(&f->key),
-                                  bincol_take(&f->value), bytes_of(&f->offsets),
-                                  bytes_of(&f->stamps), bytes_of(&f->types), headers);
+                                  bincol_take(&f->value), hand_off(&f->offsets),
+                                  hand_off(&f->stamps), hand_off(&f->types), headers);
     if (batch_reset(f)) {
         Py_XDECREF(out);
         return PyErr_NoMemory();
@@ -877,7 +920,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__rdkafka_arrow(void) {
-    if (PyType_Ready(&FetcherType) < 0)
+    if (PyType_Ready(&FetcherType) < 0 || PyType_Ready(&BlockType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)

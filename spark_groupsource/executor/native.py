@@ -75,6 +75,11 @@ def available() -> bool:
     return unavailable_reason() is None
 
 
+#: A column buffer take() hands over: the extension's ``Block`` (the buffer protocol over the
+#: fetcher's memory), which ``pa.py_buffer`` wraps without a copy.
+Block = Any
+
+
 def _conf_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -192,12 +197,14 @@ class NativeConsumer:
         return self._f.pending()
 
     def take(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-        """The pending rows as one batch of ``schema``; the next batch starts empty."""
+        """The pending rows as one batch of ``schema``; the next batch starts empty. The
+        batch's buffers are the fetcher's own memory, handed over (no copy): each is freed when
+        Arrow lets go of it, and the fetcher writes the next batch elsewhere."""
         rows, key, value, offsets, stamps, types, headers = self._f.take()
         # every type from the schema (spark_groupsource.schema), in its column order
         key_t, value_t, topic_t, partition_t, offset_t, stamp_t, type_t = schema.types[:7]
 
-        def fixed(kind: pa.DataType, data: bytes) -> pa.Array:
+        def fixed(kind: pa.DataType, data: Block) -> pa.Array:
             return pa.Array.from_buffers(kind, rows, [None, pa.py_buffer(data)], null_count=0)
 
         columns = [
@@ -223,7 +230,7 @@ class NativeConsumer:
         return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _bitmap(valid: bytes | None) -> pa.Buffer | None:
+def _bitmap(valid: Block | None) -> pa.Buffer | None:
     return None if valid is None else pa.py_buffer(valid)
 
 
