@@ -188,6 +188,15 @@ def tree_cpu_by_kind(root: int, exclude: Iterable[int] = ()) -> dict[str, float]
     return _sum_by_kind(_tree(root, exclude).values())
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent not idle since boot (every core, every process:
+    the broker, a neighbour, the kernel), from /proc/stat; idle and iowait do not count."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / _TICK
+
+
 def tree_cpu_seconds(root: int, exclude: Iterable[int] = ()) -> float:
     """CPU seconds of ``root`` and every live descendant, skipping ``exclude`` and their trees."""
     return sum(tree_cpu_by_kind(root, exclude).values())
@@ -204,12 +213,16 @@ class Meter:
     million records (bench/steady_state.py, 2026-11-27 08:24 UTC). So a thread reads the tree
     every ``interval`` seconds too, and a process that vanished unreaped counts with what it had
     used at its last reading (its CPU after that reading is lost: workers and runners are
-    stopped while idle). The thread's own CPU is taken off the bench's."""
+    stopped while idle). The thread's own CPU is taken off the bench's.
+
+    ``machine``: the CPU seconds the whole machine was busy meanwhile (the broker and anything
+    else on it included): on a small machine whose broker shares the cores, what the tree could
+    not have had."""
 
     def __init__(self, exclude: Iterable[int] = (), interval: float = 0.1):
         self.exclude = tuple(exclude)
         self.interval = interval
-        self.wall = self.cpu = 0.0
+        self.wall = self.cpu = self.machine = 0.0
         self.by_kind: dict[str, float] = {}
 
     def __enter__(self) -> Meter:
@@ -220,6 +233,7 @@ class Meter:
         self._thread = threading.Thread(target=self._sample, name="bench-meter", daemon=True)
         self._thread.start()
         self._t0 = time.perf_counter()
+        self._machine0 = machine_busy_seconds()
         return self
 
     def _sample(self) -> None:
@@ -230,6 +244,7 @@ class Meter:
 
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self._t0
+        self.machine = machine_busy_seconds() - self._machine0
         self._stop.set()
         self._thread.join()
         end = _tree(os.getpid(), self.exclude)

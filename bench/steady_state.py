@@ -18,6 +18,9 @@ CPU) of the rounds is taken:
   cores busy         (CPU(5N) - CPU(N)) / (wall(5N) - wall(N)): 2.0 is a local[2] session
                      with both cores working all the time
   broker CPU         the same difference for the broker's process (the server, left out above)
+  machine            the whole machine's busy cores over the same difference (every process:
+                     the broker, the bench, anything else running): near the machine's cores,
+                     no core sat idle, whatever the tree's own "cores busy"
 
 Then a sustained run (``--sustained-s``, 0 to skip): each Kafka reader in turn runs a
 ``processingTime`` query (1 s, ``startingOffsets=latest``) while a producer process writes as
@@ -87,7 +90,7 @@ READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-
 @dataclass(frozen=True)
 class Sample:
     """One query: records read, wall seconds, CPU seconds of Spark's tree (and of its JVM and
-    its Python processes apart) and of the broker."""
+    its Python processes apart), of the broker and of the whole machine."""
 
     records: int
     wall: float
@@ -95,6 +98,7 @@ class Sample:
     broker_cpu: float = 0.0
     jvm_cpu: float = 0.0
     python_cpu: float = 0.0
+    machine_cpu: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class Marginal:
     broker_cpu: float
     jvm_cpu: float = 0.0
     python_cpu: float = 0.0
+    machine_cpu: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -132,6 +137,11 @@ class Marginal:
     def cores_busy(self) -> float:
         return self.cpu / self.wall if self.wall > 0 else float("inf")
 
+    @property
+    def machine_busy(self) -> float:
+        """The whole machine's busy cores while the extra records were read."""
+        return self.machine_cpu / self.wall if self.wall > 0 else float("inf")
+
 
 def best_sample(samples: list[Sample]) -> Sample:
     """The best of the rounds of one reader on one topic: least wall, least CPU (each on its
@@ -142,8 +152,9 @@ def best_sample(samples: list[Sample]) -> Sample:
     if len(records) != 1:
         raise ValueError(f"samples of different sizes: {sorted(records)}")
     least = min(samples, key=lambda s: s.cpu)  # its JVM / Python split, so the two add up to its CPU
-    return Sample(samples[0].records, min(s.wall for s in samples), least.cpu,
-                  min(s.broker_cpu for s in samples), least.jvm_cpu, least.python_cpu)
+    fastest = min(samples, key=lambda s: s.wall)  # the machine's busy cores over that wall
+    return Sample(samples[0].records, fastest.wall, least.cpu,
+                  min(s.broker_cpu for s in samples), least.jvm_cpu, least.python_cpu, fastest.machine_cpu)
 
 
 def marginal(small: Sample, large: Sample) -> Marginal:
@@ -153,7 +164,8 @@ def marginal(small: Sample, large: Sample) -> Marginal:
     if extra <= 0:
         raise ValueError(f"the large read ({large.records}) must hold more records than the small ({small.records})")
     return Marginal(extra, large.wall - small.wall, large.cpu - small.cpu, large.broker_cpu - small.broker_cpu,
-                    large.jvm_cpu - small.jvm_cpu, large.python_cpu - small.python_cpu)
+                    large.jvm_cpu - small.jvm_cpu, large.python_cpu - small.python_cpu,
+                    large.machine_cpu - small.machine_cpu)
 
 
 def records_for(value_size: int, n_at_100: int) -> int:
@@ -201,7 +213,7 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
     rows = sum(p["numInputRows"] for p in q.recentProgress)
     if rows != n:
         raise AssertionError(f"{reader} read {rows} of {n}")
-    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"])
+    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"], m.machine)
 
 
 def _settle(spark) -> None:
@@ -225,7 +237,7 @@ def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
             print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
                   f"{load_average()}); again)")
     b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0, run.jvm, run.python)
+    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0, run.jvm, run.python, run.machine)
 
 
 def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str, Marginal]:
@@ -248,7 +260,7 @@ def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str
                 samples.setdefault((reader, count), []).append(_measured(spark, reader, broker, topic, count, args, size))
     out = {}
     print(f"  {'reader':<22}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'JVM/M':>7}{'Py/M':>7}{'cores':>7}"
-          f"{'broker/M':>10}   rounds (wall N / 5N)")
+          f"{'broker/M':>10}{'machine':>9}   rounds (wall N / 5N)")
     for reader in readers:
         m = marginal(best_sample(samples[(reader, n)]), best_sample(samples[(reader, 5 * n)]))
         out[reader] = m
@@ -256,7 +268,7 @@ def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str
                                                                       strict=True))
         print(f"  {reader:<22}{best_sample(samples[(reader, n)]).wall:>8.2f}{best_sample(samples[(reader, 5 * n)]).wall:>9.2f}"
               f"{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}{m.jvm_per_million:>7.2f}{m.python_per_million:>7.2f}"
-              f"{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}   {rounds}")
+              f"{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}{m.machine_busy:>9.2f}   {rounds}")
     return out
 
 
@@ -362,14 +374,14 @@ def main(argv=None) -> int:
         spark.stop()
     print(f"\nsummary (marginal, best of {args.rounds}; load at the end {load_average()})")
     print(f"  {'workload':<14}{'reader':<22}{'rec/s':>12}{'x Spark':>9}{'CPU-s/M':>9}{'x Spark':>9}{'cores':>7}"
-          f"{'broker/M':>10}")
+          f"{'broker/M':>10}{'machine':>9}")
     for size, codec, by in results:
         theirs = by.get(SPARK)
         for reader, m in by.items():
             rel_rate = f"{ratio(m.rate, theirs.rate):.2f}x" if theirs else "-"
             rel_cpu = f"{ratio(m.cpu_per_million, theirs.cpu_per_million):.2f}x" if theirs else "-"
             print(f"  {f'{size} B {codec}':<14}{reader:<22}{m.rate:>12,.0f}{rel_rate:>9}{m.cpu_per_million:>9.2f}"
-                  f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}")
+                  f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}{m.machine_busy:>9.2f}")
     for reader in (OURS, PACKED, TUNED):
         if SPARK in sustained and reader in sustained:
             print(f"  sustained {reader} / Spark's source: {ratio(sustained[reader], sustained[SPARK]):.2f}x")

@@ -79,6 +79,7 @@ class Run:
     load: str
     jvm: float = 0.0  # CPU seconds of Spark's JVM
     python: float = 0.0  # CPU seconds of Spark's Python processes (workers, the source's runner)
+    machine: float = 0.0  # CPU seconds the whole machine was busy (broker and all)
 
     @property
     def rate(self) -> float:

@@ -13,7 +13,7 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 sys.path.insert(0, str(BENCH))
-from _common import per_million, tree_cpu_by_kind, tree_cpu_seconds  # noqa: E402
+from _common import machine_busy_seconds, per_million, tree_cpu_by_kind, tree_cpu_seconds  # noqa: E402
 
 #: /proc reports CPU in clock ticks (10 ms); process_time, which the burner counts, is finer
 TICK = 0.011
@@ -37,7 +37,7 @@ def _meter_around(child: str) -> dict:
             "from _common import Meter\n"
             "with Meter() as m:\n"
             f"    subprocess.run([sys.executable, '-c', {child!r}], check=True)\n"
-            "print(json.dumps({'cpu': m.cpu, 'wall': m.wall, 'by_kind': m.by_kind}))\n")
+            "print(json.dumps({'cpu': m.cpu, 'wall': m.wall, 'by_kind': m.by_kind, 'machine': m.machine}))\n")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -61,6 +61,19 @@ def test_a_live_child_counts_unless_excluded():
     finally:
         child.kill()
         child.wait(30)
+
+
+def test_the_machine_counts_what_the_tree_burnt_and_never_more_than_its_cores_allow():
+    m = _meter_a_burning_child(0.4)
+    slack = 2 * TICK * os.cpu_count()  # /proc/stat counts each core in whole ticks
+    # the whole machine was busy at least as long as the child (other processes only add)
+    assert m["machine"] >= m["cpu"] - slack
+    assert m["machine"] <= m["wall"] * os.cpu_count() + slack
+
+
+def test_machine_busy_seconds_only_grows():
+    first = machine_busy_seconds()
+    assert 0 < first <= machine_busy_seconds()
 
 
 def test_per_million():

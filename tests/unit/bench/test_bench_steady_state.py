@@ -28,6 +28,16 @@ def test_marginal_splits_the_cpu_into_jvm_and_python():
     assert m.python_per_million == pytest.approx(5.0)
 
 
+def test_marginal_counts_the_whole_machine_over_the_same_wall():
+    m = marginal(Sample(100_000, 3.0, 2.0, 0.5, machine_cpu=4.0), Sample(500_000, 5.0, 6.0, 0.9, machine_cpu=7.8))
+    assert m.machine_busy == pytest.approx(1.9)
+
+
+def test_best_sample_takes_the_machine_of_its_fastest_round():
+    best = best_sample([Sample(10, 3.0, 1.0, 0.2, machine_cpu=5.0), Sample(10, 2.0, 4.0, 0.1, machine_cpu=3.9)])
+    assert (best.wall, best.machine_cpu) == (2.0, 3.9)
+
+
 def test_marginal_needs_the_large_read_to_be_larger():
     with pytest.raises(ValueError):
         marginal(Sample(5, 1.0, 1.0), Sample(5, 2.0, 2.0))
