@@ -50,7 +50,10 @@ def spark_session(cores: int, jars: Iterable[str] = (), conf: dict[str, str] | N
 
     builder = (SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1"))
+               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+               # the benches count a query's records from its progress: Spark keeps the last 100
+               # reports by default, and a read of more triggers than that came out short
+               .config("spark.sql.streaming.numRecentProgressUpdates", "100000"))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     jars = list(jars)

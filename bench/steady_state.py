@@ -22,6 +22,13 @@ CPU) of the rounds is taken:
                      the broker, the bench, anything else running): near the machine's cores,
                      no core sat idle, whatever the tree's own "cores busy"
 
+Per workload a second table: where a trigger's wall goes, from Spark's progress (``durationMs``)
+of the 5N read of each reader's fastest round, in milliseconds per trigger with data:
+``latestOffset`` (the source's plan on the driver: for groupkafka also the group commit of the
+batch before), ``walCommit`` and ``commitOffsets`` (Spark's offset and commit logs, the same
+for every reader), ``addBatch`` (the tasks), the rest, and the whole trigger. While the logs are
+written no task runs: what no reader can turn into busy cores.
+
 Then a sustained run (``--sustained-s``, 0 to skip): each Kafka reader in turn runs a
 ``processingTime`` query (1 s, ``startingOffsets=latest``) while a producer process writes as
 fast as it can (on 2 cores it takes one; the backlog grows when the reader is the slower);
@@ -52,6 +59,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from statistics import mean
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
@@ -87,10 +95,26 @@ READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-
                 "groupkafka-before": BEFORE, "groupkafka-packed": PACKED, "groupkafka-tuned": TUNED}
 
 
+#: Spark's phases of a micro-batch (its progress's ``durationMs``), in the order a trigger runs them
+PHASES = ("latestOffset", "walCommit", "queryPlanning", "addBatch", "commitOffsets")
+
+
+def trigger_phases(progress: list[dict]) -> tuple[tuple[str, float], ...]:
+    """Mean milliseconds per trigger with data of each of :data:`PHASES`, then ``other`` (the
+    rest of ``triggerExecution``) and ``trigger`` (all of it); empty without such a trigger."""
+    with_data = [p for p in progress if p.get("numInputRows")]
+    if not with_data:
+        return ()
+    out = [(k, mean(p["durationMs"].get(k, 0) for p in with_data)) for k in PHASES]
+    total = mean(p["durationMs"].get("triggerExecution", 0) for p in with_data)
+    return (*out, ("other", max(0.0, total - sum(v for _, v in out))), ("trigger", total))
+
+
 @dataclass(frozen=True)
 class Sample:
     """One query: records read, wall seconds, CPU seconds of Spark's tree (and of its JVM and
-    its Python processes apart), of the broker and of the whole machine."""
+    its Python processes apart), of the broker and of the whole machine; ms per trigger by
+    Spark's phase (:func:`trigger_phases`)."""
 
     records: int
     wall: float
@@ -99,6 +123,7 @@ class Sample:
     jvm_cpu: float = 0.0
     python_cpu: float = 0.0
     machine_cpu: float = 0.0
+    phases: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,7 +179,8 @@ def best_sample(samples: list[Sample]) -> Sample:
     least = min(samples, key=lambda s: s.cpu)  # its JVM / Python split, so the two add up to its CPU
     fastest = min(samples, key=lambda s: s.wall)  # the machine's busy cores over that wall
     return Sample(samples[0].records, fastest.wall, least.cpu,
-                  min(s.broker_cpu for s in samples), least.jvm_cpu, least.python_cpu, fastest.machine_cpu)
+                  min(s.broker_cpu for s in samples), least.jvm_cpu, least.python_cpu, fastest.machine_cpu,
+                  fastest.phases)
 
 
 def marginal(small: Sample, large: Sample) -> Marginal:
@@ -213,7 +239,8 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
     rows = sum(p["numInputRows"] for p in q.recentProgress)
     if rows != n:
         raise AssertionError(f"{reader} read {rows} of {n}")
-    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"], m.machine)
+    return Run(reader, n, m.wall, 0.0, 0.0, 0, m.cpu, load, m.by_kind["jvm"], m.by_kind["python"], m.machine,
+               trigger_phases(q.recentProgress))
 
 
 def _settle(spark) -> None:
@@ -237,7 +264,7 @@ def _measured(spark, reader, broker, topic, n, args, size) -> Sample:
             print(f"  ({reader}: Spark's Python runner did not connect back in time (machine load "
                   f"{load_average()}); again)")
     b1 = tree_cpu_seconds(broker.pid) if broker.pid else 0.0
-    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0, run.jvm, run.python, run.machine)
+    return Sample(n, run.wall, run.cpu or 0.0, b1 - b0, run.jvm, run.python, run.machine, run.phases)
 
 
 def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str, Marginal]:
@@ -269,7 +296,19 @@ def _workload(spark, broker, readers, size, codec, args, warm: bool) -> dict[str
         print(f"  {reader:<22}{best_sample(samples[(reader, n)]).wall:>8.2f}{best_sample(samples[(reader, 5 * n)]).wall:>9.2f}"
               f"{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}{m.jvm_per_million:>7.2f}{m.python_per_million:>7.2f}"
               f"{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}{m.machine_busy:>9.2f}   {rounds}")
+    _print_phases({reader: best_sample(samples[(reader, 5 * n)]) for reader in readers})
     return out
+
+
+def _print_phases(large: dict[str, Sample]) -> None:
+    """Where a trigger's wall went in each reader's fastest 5N read (ms per trigger with data)."""
+    names = [name for name, _ in next((s.phases for s in large.values() if s.phases), ())]
+    if not names:
+        return
+    print(f"  {'ms per trigger (5N, fastest round)':<36}" + "".join(f"{k:>14}" for k in names))
+    for reader, sample in large.items():
+        by = dict(sample.phases)
+        print(f"  {reader:<36}" + "".join(f"{by.get(k, float('nan')):>14.1f}" for k in names))
 
 
 def _produce_until(bootstrap: str, topic: str, partitions: int, size: int, stop_at: float, out) -> None:

@@ -80,6 +80,7 @@ class Run:
     jvm: float = 0.0  # CPU seconds of Spark's JVM
     python: float = 0.0  # CPU seconds of Spark's Python processes (workers, the source's runner)
     machine: float = 0.0  # CPU seconds the whole machine was busy (broker and all)
+    phases: tuple[tuple[str, float], ...] = ()  # ms per trigger by Spark's phase (steady_state.trigger_phases)
 
     @property
     def rate(self) -> float:

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from steady_state import Sample, best_sample, marginal, records_for, sustained_rate  # noqa: E402
+from steady_state import (  # noqa: E402
+    PHASES,
+    Sample,
+    best_sample,
+    marginal,
+    records_for,
+    sustained_rate,
+    trigger_phases,
+)
 
 
 def test_marginal_is_the_difference_of_the_two_reads():
@@ -75,3 +83,26 @@ def test_sustained_rate_leaves_out_the_first_batch_with_data():
     ]
     assert sustained_rate(progress) == (1200, 2.5, 2)
     assert sustained_rate(progress[:2]) == (0, 0.0, 0)
+
+
+def test_trigger_phases_average_the_triggers_with_data_and_keep_the_rest_apart():
+    progress = [
+        {"numInputRows": 100, "durationMs": {"latestOffset": 10, "walCommit": 40, "queryPlanning": 5,
+                                             "addBatch": 300, "commitOffsets": 45, "triggerExecution": 410}},
+        {"numInputRows": 100, "durationMs": {"latestOffset": 20, "walCommit": 50, "queryPlanning": 5,
+                                             "addBatch": 500, "commitOffsets": 35, "triggerExecution": 630}},
+        {"numInputRows": 0, "durationMs": {"latestOffset": 900, "triggerExecution": 900}},  # the last, empty
+    ]
+    phases = dict(trigger_phases(progress))
+    assert list(phases) == [*PHASES, "other", "trigger"]
+    assert phases["latestOffset"] == pytest.approx(15)
+    assert phases["addBatch"] == pytest.approx(400)
+    assert phases["trigger"] == pytest.approx(520)
+    assert phases["other"] == pytest.approx(520 - 15 - 45 - 5 - 400 - 40)
+    assert trigger_phases(progress[2:]) == ()
+
+
+def test_best_sample_keeps_the_phases_of_its_fastest_round():
+    slow = Sample(10, 3.0, 1.0, 0.2, phases=(("addBatch", 300.0),))
+    fast = Sample(10, 2.0, 4.0, 0.1, phases=(("addBatch", 200.0),))
+    assert best_sample([slow, fast]).phases == (("addBatch", 200.0),)
