@@ -30,17 +30,20 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 def spark_kafka_jars() -> tuple[list[str], str | None]:
     """Spark's own Kafka source (``format("kafka")``): its jars from ``lib/spark-kafka/`` plus
-    ``lib/clients/kafka-clients-*.jar`` of the shared Kafka (``$GROUPKAFKA_KAFKA_HOME`` or
-    ``../shared/kafka``), or ``([], why not)`` when they are not there."""
+    ``lib/clients/kafka-clients-*.jar`` of the shared Kafka (``$GROUPKAFKA_KAFKA_HOME``, else,
+    or where that one has none, ``../shared/kafka``: Spark's source does not depend on the
+    broker's release, and ../shared/kafka-latest ships no copy), or ``([], why not)`` when they
+    are not there."""
     from spark_groupsource.devbroker._kafka import KAFKA_HOME_ENV, SHARED_KAFKA
 
-    home = os.environ.get(KAFKA_HOME_ENV, "").strip() or SHARED_KAFKA
-    source = sorted(glob.glob(os.path.join(home, "lib", "spark-kafka", "*.jar")))
-    clients = sorted(glob.glob(os.path.join(home, "lib", "clients", "kafka-clients-*.jar")))
-    if not source or not clients:
-        return [], (f"Spark's own Kafka source jars not found under {home} (want lib/spark-kafka/*.jar and "
-                    f"lib/clients/kafka-clients-*.jar; see ../shared/kafka/README.md)")
-    return source + clients, None
+    homes = [h for h in (os.environ.get(KAFKA_HOME_ENV, "").strip(), SHARED_KAFKA) if h]
+    for home in homes:
+        source = sorted(glob.glob(os.path.join(home, "lib", "spark-kafka", "*.jar")))
+        clients = sorted(glob.glob(os.path.join(home, "lib", "clients", "kafka-clients-*.jar")))
+        if source and clients:
+            return source + clients, None
+    return [], (f"Spark's own Kafka source jars not found under {' or '.join(homes)} (want lib/spark-kafka/*.jar "
+                f"and lib/clients/kafka-clients-*.jar; see ../shared/kafka/README.md)")
 
 
 def spark_session(cores: int, jars: Iterable[str] = (), conf: dict[str, str] | None = None):
