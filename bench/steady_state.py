@@ -26,8 +26,9 @@ Per workload a second table: where a trigger's wall goes, from Spark's progress 
 of the 5N read of each reader's fastest round, in milliseconds per trigger with data:
 ``latestOffset`` (the source's plan on the driver: for groupkafka also the group commit of the
 batch before), ``walCommit`` and ``commitOffsets`` (Spark's offset and commit logs, the same
-for every reader), ``addBatch`` (the tasks), the rest, and the whole trigger. While the logs are
-written no task runs: what no reader can turn into busy cores.
+for every reader), ``queryPlanning``, ``addBatch`` (the tasks), the rest, and the whole trigger.
+While the logs are written no task runs: what no reader can turn into busy cores. The
+sustained run below prints the same per batch.
 
 Then a sustained run (``--sustained-s``, 0 to skip): each Kafka reader in turn runs a
 ``processingTime`` query (1 s, ``startingOffsets=latest``) while a producer process writes as
@@ -320,9 +321,10 @@ def _produce_until(bootstrap: str, topic: str, partitions: int, size: int, stop_
     out.put(written)
 
 
-def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, int, int]:
+def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, int, int, tuple]:
     """A processingTime query reading while a producer writes: (records, seconds, batches)
-    after the first batch with data, and how many records the producer wrote meanwhile."""
+    after the first batch with data, how many records the producer wrote meanwhile, and
+    where those batches' wall went (:func:`trigger_phases`)."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -345,7 +347,8 @@ def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, in
         producer.join(60)
         progress = q.recentProgress
         q.stop()
-    return (*sustained_rate(progress), written)
+    after_first = [p for p in progress if p.get("numInputRows")][1:]
+    return (*sustained_rate(progress), written, trigger_phases(after_first))
 
 
 def main(argv=None) -> int:
@@ -405,11 +408,12 @@ def main(argv=None) -> int:
             for reader in kafka_readers:
                 topic = f"ss-sustained-{''.join(c if c.isalnum() else '-' for c in reader)}"
                 broker.create_topic(topic, args.partitions)
-                recs, secs, batches, written = _sustained(spark, broker, reader, topic, size, args)
+                recs, secs, batches, written, phases = _sustained(spark, broker, reader, topic, size, args)
                 sustained[reader] = recs / secs if secs else 0.0
                 print(f"  {reader:<22}{recs:>12,} records in {batches} batches, {secs:.1f}s: "
                       f"{sustained[reader]:,.0f} records/s (producer: {written / args.sustained_s:,.0f}/s); "
                       f"load {load_average()}")
+                print("    ms per batch: " + ", ".join(f"{k} {v:.0f}" for k, v in phases))
         spark.stop()
     print(f"\nsummary (marginal, best of {args.rounds}; load at the end {load_average()})")
     print(f"  {'workload':<14}{'reader':<22}{'rec/s':>12}{'x Spark':>9}{'CPU-s/M':>9}{'x Spark':>9}{'cores':>7}"
