@@ -33,8 +33,10 @@ sustained run below prints the same per batch.
 Then a sustained run (``--sustained-s``, 0 to skip): each Kafka reader in turn runs a
 ``processingTime`` query (1 s, ``startingOffsets=latest``) while a producer process writes as
 fast as it can (on 2 cores it takes one; the backlog grows when the reader is the slower);
-reported: records per second over the batches after the first with data (the first pays the
-query's start), from Spark's progress, and what the producer wrote.
+reported over the batches after the first with data (the first pays the query's start), from
+Spark's progress: records per second of wall clock (what the stream kept up with: at most
+``--max-offsets-per-trigger`` per 1 s interval) and per second of batch execution (what the
+reader needed, the idle rest of an interval left out), and what the producer wrote.
 
     python bench/steady_state.py [--sizes 100,1000,10000] [--codecs none,lz4] [--rounds 3]
                                  [--n 400000] [--partitions 8] [--cores 2]
@@ -60,6 +62,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from statistics import mean
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -200,17 +203,27 @@ def records_for(value_size: int, n_at_100: int) -> int:
     return max(20_000, n_at_100 * 100 // max(1, value_size))
 
 
-def sustained_rate(progress: list[dict]) -> tuple[int, float, int]:
-    """(records, seconds, batches) of a processingTime query's progress after its first
-    batch with data: from the end of that batch to the end of the last one, so the time
-    between triggers counts (it is what a stream pays) and the query's start does not."""
+def sustained_rate(progress: list[dict]) -> tuple[int, float, int, float]:
+    """(records, busy seconds, batches, wall seconds) of a processingTime query's progress after
+    its first batch with data (the first pays the query's start). Busy: the batches' own
+    ``triggerExecution``, what the reader needed; wall: from the start of the second batch with
+    data to the end of the last, the time between triggers included, what the stream kept up
+    with (a batch that ends before its interval leaves the rest of it idle, so the wall rate is
+    at most ``maxOffsetsPerTrigger`` per interval)."""
     with_data = [p for p in progress if p.get("numInputRows")]
     if len(with_data) < 2:
-        return 0, 0.0, 0
+        return 0, 0.0, 0, 0.0
     rest = with_data[1:]
     records = sum(p["numInputRows"] for p in rest)
-    seconds = sum(p["durationMs"].get("triggerExecution", 0) for p in rest) / 1000
-    return records, seconds, len(rest)
+    busy = sum(p["durationMs"].get("triggerExecution", 0) for p in rest) / 1000
+    last = rest[-1]
+    wall = (_started(last) + last["durationMs"].get("triggerExecution", 0) / 1000) - _started(rest[0])
+    return records, busy, len(rest), wall
+
+
+def _started(report: dict) -> float:
+    """When a progress report's trigger began (its ``timestamp``, ISO 8601 in UTC), in seconds."""
+    return datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
 def ratio(a: float, b: float) -> float:
@@ -321,9 +334,9 @@ def _produce_until(bootstrap: str, topic: str, partitions: int, size: int, stop_
     out.put(written)
 
 
-def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, int, int, tuple]:
-    """A processingTime query reading while a producer writes: (records, seconds, batches)
-    after the first batch with data, how many records the producer wrote meanwhile, and
+def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, int, float, int, tuple]:
+    """A processingTime query reading while a producer writes: :func:`sustained_rate`'s
+    (records, busy seconds, batches, wall seconds), how many records the producer wrote meanwhile, and
     where those batches' wall went (:func:`trigger_phases`)."""
     import multiprocessing as mp
 
@@ -408,11 +421,11 @@ def main(argv=None) -> int:
             for reader in kafka_readers:
                 topic = f"ss-sustained-{''.join(c if c.isalnum() else '-' for c in reader)}"
                 broker.create_topic(topic, args.partitions)
-                recs, secs, batches, written, phases = _sustained(spark, broker, reader, topic, size, args)
-                sustained[reader] = recs / secs if secs else 0.0
-                print(f"  {reader:<22}{recs:>12,} records in {batches} batches, {secs:.1f}s: "
-                      f"{sustained[reader]:,.0f} records/s (producer: {written / args.sustained_s:,.0f}/s); "
-                      f"load {load_average()}")
+                recs, busy, batches, wall, written, phases = _sustained(spark, broker, reader, topic, size, args)
+                sustained[reader] = recs / busy if busy else 0.0
+                print(f"  {reader:<22}{recs:>12,} records in {batches} batches: {recs / wall if wall else 0:,.0f} "
+                      f"records/s of wall clock ({wall:.1f}s), {sustained[reader]:,.0f} per second of batch "
+                      f"execution ({busy:.1f}s); producer {written / args.sustained_s:,.0f}/s; load {load_average()}")
                 print("    ms per batch: " + ", ".join(f"{k} {v:.0f}" for k, v in phases))
         spark.stop()
     print(f"\nsummary (marginal, best of {args.rounds}; load at the end {load_average()})")
@@ -427,7 +440,8 @@ def main(argv=None) -> int:
                   f"{rel_cpu:>9}{m.cores_busy:>7.2f}{m.broker_per_million:>10.2f}{m.machine_busy:>9.2f}")
     for reader in (OURS, PACKED, TUNED):
         if SPARK in sustained and reader in sustained:
-            print(f"  sustained {reader} / Spark's source: {ratio(sustained[reader], sustained[SPARK]):.2f}x")
+            print(f"  sustained {reader} / Spark's source, per second of batch execution: "
+                  f"{ratio(sustained[reader], sustained[SPARK]):.2f}x")
     return 0
 
 

@@ -76,13 +76,25 @@ def test_records_for_keeps_the_bytes_of_n_at_100_bytes_with_a_floor():
 
 def test_sustained_rate_leaves_out_the_first_batch_with_data():
     progress = [
-        {"numInputRows": 0, "durationMs": {"triggerExecution": 50}},
-        {"numInputRows": 1000, "durationMs": {"triggerExecution": 9000}},
-        {"numInputRows": 500, "durationMs": {"triggerExecution": 1000}},
-        {"numInputRows": 700, "durationMs": {"triggerExecution": 1500}},
+        {"numInputRows": 0, "timestamp": "2026-11-27T21:00:00.000Z", "durationMs": {"triggerExecution": 50}},
+        {"numInputRows": 1000, "timestamp": "2026-11-27T21:00:01.000Z", "durationMs": {"triggerExecution": 9000}},
+        {"numInputRows": 500, "timestamp": "2026-11-27T21:00:10.000Z", "durationMs": {"triggerExecution": 1000}},
+        {"numInputRows": 700, "timestamp": "2026-11-27T21:00:11.000Z", "durationMs": {"triggerExecution": 1500}},
     ]
-    assert sustained_rate(progress) == (1200, 2.5, 2)
-    assert sustained_rate(progress[:2]) == (0, 0.0, 0)
+    records, busy, batches, wall = sustained_rate(progress)
+    assert (records, busy, batches) == (1200, 2.5, 2)
+    assert wall == pytest.approx(2.5)  # back to back: the wall is the batches' own time
+    assert sustained_rate(progress[:2]) == (0, 0.0, 0, 0.0)
+
+
+def test_sustained_wall_rate_counts_the_idle_rest_of_each_interval():
+    """Batches shorter than the 1 s interval: the stream keeps the interval's pace, not the batches'."""
+    progress = [{"numInputRows": 250_000, "timestamp": f"2026-11-27T21:00:0{i}.000Z",
+                 "durationMs": {"triggerExecution": 500}} for i in range(4)]
+    records, busy, batches, wall = sustained_rate(progress)
+    assert (records, batches) == (750_000, 3)
+    assert busy == pytest.approx(1.5)
+    assert wall == pytest.approx(2.5)  # from 21:00:01 to the end of the batch begun at 21:00:03
 
 
 def test_trigger_phases_average_the_triggers_with_data_and_keep_the_rest_apart():
