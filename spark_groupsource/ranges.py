@@ -59,10 +59,12 @@ class RangeInputPartition(InputPartition):
         return sum(r.size for r in self.ranges)
 
 
-#: A piece of fewer records than this is small: it reads in about a fetch round trip, while
-#: a task costs a Python source tens of milliseconds of Spark's own (docs/benchmarks.md).
-#: Small pieces share a task (smallRangesPerTask), up to this many records in all.
-SMALL_RANGE_RECORDS = 1000
+#: A piece of fewer records than this is small: at values of 1 KB or less it reads in about
+#: what a task costs a Python source (20-35 ms of a task slot inside Spark; a task of 4,000 x
+#: 100 B took 34 ms, the floor's 20: docs/benchmarks.md, "Many partitions, a few thousand
+#: records each"). Small pieces share a task (smallRangesPerTask), up to this many records in
+#: all, so no task grows past what one such piece would cost anyway.
+SMALL_RANGE_RECORDS = 10_000
 
 
 def split_ranges(

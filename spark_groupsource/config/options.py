@@ -38,8 +38,8 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        ranges packed whole (set it to the executors' cores
                                        for small records); unset: a task per range
                                        (small ones shared: ``smallRangesPerTask``)
-``smallRangesPerTask``                 positive int, default 16: ranges of fewer than 1,000
-                                       records share a task, up to this many and 1,000
+``smallRangesPerTask``                 positive int, default 16: ranges of fewer than 10,000
+                                       records share a task, up to this many and 10,000
                                        records (not with min/maxPartitions); 1: a task per
                                        range
 ``includeHeaders``                     ``false`` (default) / ``true``
@@ -179,7 +179,7 @@ class CommonOptions:
     worker_tcp_no_delay: bool = True
     #: At most this many tasks per batch, ranges packed whole (maxPartitions); None: one per range.
     max_partitions: int | None = None
-    #: Ranges of fewer than 1,000 records share a task, up to this many (smallRangesPerTask).
+    #: Ranges of fewer than 10,000 records share a task, up to this many (smallRangesPerTask).
     small_ranges_per_task: int = DEFAULT_SMALL_RANGES_PER_TASK
     #: When leader, wait this long before SyncGroup (brokers such as librdkafka's mock reject
     #: a follower's SyncGroup that arrives after the leader's).

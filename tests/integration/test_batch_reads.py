@@ -4,9 +4,11 @@ bad ranges and real data loss."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from chispa import assert_df_equality
+from confluent_kafka import Producer
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
@@ -140,7 +142,7 @@ def test_max_partitions_packs_whole_ranges_into_fewer_tasks(spark, broker, new_t
 
 
 def test_small_ranges_share_tasks_by_default(spark, broker, new_topic):
-    """Ranges of fewer than 1,000 records share a task, sixteen at most (smallRangesPerTask):
+    """Ranges of fewer than 10,000 records share a task, sixteen at most (smallRangesPerTask):
     20 partitions of 5 records read in 2 tasks, each partition by exactly one task, every
     record once; with smallRangesPerTask=1 a task per partition."""
     topic = new_topic(20)
@@ -155,6 +157,23 @@ def test_small_ranges_share_tasks_by_default(spark, broker, new_topic):
     one_each = read(spark, broker.bootstrap, topic, smallRangesPerTask="1")
     assert one_each.rdd.getNumPartitions() == 20
     assert_rows(spark, one_each, records)
+
+
+def test_ranges_of_a_few_thousand_records_share_tasks(spark, kafka_broker, unique_name):
+    """Ranges under 10,000 records share a task up to 10,000 in all (on Kafka): 5 partitions of
+    2,500 records read in 2 tasks (four ranges, then one), every record once."""
+    topic = unique_name("fewk")
+    kafka_broker.create_topic(topic, 5)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 20, "log_level": 3})
+    for i in range(12_500):
+        producer.produce(topic, value=b"v%d" % i, partition=i % 5)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    df = read(spark, kafka_broker.bootstrap, topic)
+    assert df.rdd.getNumPartitions() == 2
+    rows = df.select("partition", "offset", F.spark_partition_id().alias("task")).collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in range(5) for o in range(2500)]
+    assert sorted(Counter(r.task for r in rows).values()) == [2500, 10_000]
 
 
 def test_bad_range_fails_before_reading(spark, broker, new_topic):

@@ -124,14 +124,28 @@ def test_max_partitions_packs_the_pieces_other_limits_made() -> None:
 
 def test_small_ranges_share_tasks_in_input_order() -> None:
     small = [r(i, 0, 3) for i in range(6)]
-    big, near, tail = r(9, 0, 5000), r(10, 0, 990), r(11, 0, 20)
+    cap = SMALL_RANGE_RECORDS
+    big, near, tail = r(9, 0, cap), r(10, 0, cap - 10), r(11, 0, 20)
     tasks = split_ranges([*small, big, near, tail], small_ranges_per_task=4)
-    # four small pieces per task at most; a task holds fewer than 1,000 records in all; the
-    # range of 5,000 keeps a task; the next small piece that does not fit starts a new task
+    # four small pieces per task at most; a task holds at most SMALL_RANGE_RECORDS in all; a
+    # range that large keeps a task; the next small piece that does not fit starts a new task
     assert tasks == [small[:4], [*small[4:], near], [big], [tail]]
     # one per task (smallRangesPerTask=1, and the function's default): Spark's source's plan
     assert split_ranges([*small, big], small_ranges_per_task=1) == [[x] for x in [*small, big]]
     assert split_ranges([*small, big]) == [[x] for x in [*small, big]]
+
+
+def test_ranges_of_a_few_thousand_records_share_tasks() -> None:
+    # many partitions at a few thousand records each per trigger (64 x 4,000 at
+    # maxOffsetsPerTrigger 256,000): two to a task by default; ranges of 31,250 (8 partitions)
+    # keep a task each, as Spark's Kafka source plans them
+    many = [r(i, 0, 4000) for i in range(64)]
+    tasks = split_ranges(many, small_ranges_per_task=16)
+    assert [len(t) for t in tasks] == [2] * 32 and flat(tasks) == many
+    eight = [r(i, 0, 31_250) for i in range(8)]
+    assert split_ranges(eight, small_ranges_per_task=16) == [[x] for x in eight]
+    # maxRecordsPerPartition lowers the bound: no task of shared ranges holds more than it
+    assert [len(t) for t in split_ranges(many, max_records_per_partition=5000, small_ranges_per_task=16)] == [1] * 64
 
 
 def test_small_ranges_are_not_packed_where_the_task_count_is_asked_for() -> None:
