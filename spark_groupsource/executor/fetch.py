@@ -221,8 +221,8 @@ def read_partition(
                 cluster=str(config.get("bootstrap.servers", "")),
             )
             yield from reader.run()
-            if ahead is not None:
-                ahead.done(rng)
+            if ahead is not None and i + 1 < len(ranges):
+                ahead.done(rng)  # the last range's partition goes with the pool's unassign of all
         healthy = True
     finally:
         _POOL.release(config, consumer, healthy, kind)
@@ -244,7 +244,8 @@ class _Ahead:
     the current range's and those of the next ranges (a window of distinct partitions), each at
     its range's start, so librdkafka fetches them in the same requests. A range's reader then
     assigns at the same offset and finds what was fetched; its partition is released when it
-    is done."""
+    is done, the task's last one by the pool's unassign of all (one round trip to librdkafka's
+    thread, not two)."""
 
     def __init__(self, consumer: NativeConsumer, ranges: list[OffsetRange], config: dict[str, Any]):
         self.consumer = consumer
