@@ -236,6 +236,14 @@ def ratio(a: float, b: float) -> float:
 
 
 # -- the runs ------------------------------------------------------------------------------------
+def limited(reader, args):
+    """``maxOffsetsPerTrigger`` on a reader, unless ``--max-offsets-per-trigger`` is 0 (no limit:
+    an AvailableNow read is then one trigger, the set-up issue 27's goals were stated in)."""
+    if args.max_offsets_per_trigger > 0:
+        return reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    return reader
+
+
 def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int) -> Run:
     """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
     if reader == FLOOR:
@@ -245,7 +253,7 @@ def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int)
         r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
              .option("startingOffsets", "earliest"))
-    r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    r = limited(r, args)
     if reader in (OURS, *VARIANT_OPTIONS):
         r = (r.option("kafka.group.id", f"bench-{time.time_ns()}")
              .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms)))
@@ -354,7 +362,8 @@ def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, in
                            args=(broker.bootstrap, topic, args.partitions, size, time.time() + args.sustained_s, out))
     r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
          .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
-         .option("startingOffsets", "latest").option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger)))
+         .option("startingOffsets", "latest"))
+    r = limited(r, args)
     if reader in (OURS, *VARIANT_OPTIONS):
         r = r.option("kafka.group.id", f"bench-sustained-{time.time_ns()}")
         r = r.option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
@@ -379,7 +388,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=400_000, help="N at 100 B values (the small read; the large is 5N)")
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--cores", type=int, default=2, help="the Spark session's local[N]")
-    ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000, help="the same for every reader")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000,
+                    help="the same for every reader; 0: none, each read one trigger (issue 27's set-up)")
     ap.add_argument("--sustained-s", type=float, default=60.0, help="seconds of the processingTime run; 0: skip it")
     ap.add_argument("--readers", default="spark,groupkafka,groupkafka-packed,floor", help=f"of {', '.join(READER_NAMES)}")
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
@@ -408,9 +418,10 @@ def main(argv=None) -> int:
     spark = spark_session(args.cores, jars if SPARK in readers else (),
                           {"spark.python.authenticate.socketTimeout": "120s", **extra_conf})
     register_floor(spark)
+    limit = f"{args.max_offsets_per_trigger:,}" if args.max_offsets_per_trigger > 0 else "none (a read is one trigger)"
     print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
           f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger="
-          f"{args.max_offsets_per_trigger:,}, warm-up then best of {args.rounds}, order alternating; "
+          f"{limit}, warm-up then best of {args.rounds}, order alternating; "
           f"load {load_average()}" + (f"; Spark settings {extra_conf}" if extra_conf else ""))
     results = []
     with DevBroker(args.backend, topics={}) as broker:

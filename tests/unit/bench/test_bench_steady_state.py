@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,11 +15,30 @@ from steady_state import (  # noqa: E402
     PHASES,
     Sample,
     best_sample,
+    limited,
     marginal,
     records_for,
     sustained_rate,
     trigger_phases,
 )
+
+
+class _Reader:
+    """What ``limited`` calls of a DataStreamReader: ``option``."""
+
+    def __init__(self) -> None:
+        self.options: dict[str, str] = {}
+
+    def option(self, key: str, value: str) -> _Reader:
+        self.options[key] = value
+        return self
+
+
+def test_a_trigger_limit_of_zero_leaves_the_read_one_trigger():
+    """--max-offsets-per-trigger 0 is issue 27's set-up: no maxOffsetsPerTrigger at all."""
+    assert limited(_Reader(), SimpleNamespace(max_offsets_per_trigger=0)).options == {}
+    assert limited(_Reader(), SimpleNamespace(max_offsets_per_trigger=250_000)).options == {
+        "maxOffsetsPerTrigger": "250000"}
 
 
 def test_marginal_is_the_difference_of_the_two_reads():
