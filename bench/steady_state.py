@@ -238,7 +238,7 @@ def ratio(a: float, b: float) -> float:
 # -- the runs ------------------------------------------------------------------------------------
 def limited(reader, args):
     """``maxOffsetsPerTrigger`` on a reader, unless ``--max-offsets-per-trigger`` is 0 (no limit:
-    an AvailableNow read is then one trigger, the set-up issue 27's goals were stated in)."""
+    an AvailableNow read is then one trigger, the set-up issue 27's figures came from)."""
     if args.max_offsets_per_trigger > 0:
         return reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
     return reader
