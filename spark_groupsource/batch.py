@@ -93,4 +93,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             fetcher=self.opts.fetcher,
             gc_freeze=self.opts.worker_gc_freeze,
             tcp_no_delay=self.opts.worker_tcp_no_delay,
+            adapt_prefetch=opt.prefetch_adapts(self.opts),
         )

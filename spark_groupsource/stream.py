@@ -122,6 +122,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             fetcher=self.opts.fetcher,
             gc_freeze=self.opts.worker_gc_freeze,
             tcp_no_delay=self.opts.worker_tcp_no_delay,
+            adapt_prefetch=opt.prefetch_adapts(self.opts),
         )
 
     def stop(self) -> None:

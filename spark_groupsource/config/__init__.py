@@ -18,6 +18,7 @@ from spark_groupsource.config.client_configs import (
     admin_config,
     fetcher_config,
     membership_config,
+    prefetch_adapts,
 )
 from spark_groupsource.config.options import (
     DEFAULT_ASSIGNOR,
@@ -87,6 +88,7 @@ __all__ = [
     "fetcher_config",
     "is_secret",
     "membership_config",
+    "prefetch_adapts",
     "parse_batch_options",
     "parse_bool_option",
     "parse_stream_options",

@@ -26,7 +26,7 @@ _MEMBER_ONLY = frozenset(
 
 
 #: librdkafka's prefetch per assigned partition, in KiB (``queued.max.messages.kbytes``; see
-#: fetcher_config)
+#: fetcher_config); a task of long ranges gets four times as much (executor/prefetch.py)
 PREFETCH_KBYTES = 4096
 #: ... and in records (``queued.min.messages``): the bound small records reach first
 PREFETCH_RECORDS = 20_000
@@ -103,6 +103,12 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
         }
     )
     return config
+
+
+def prefetch_adapts(opts: CommonOptions) -> bool:
+    """Whether the fetchers' prefetch depth is ours to choose per task (deeper for long ranges,
+    spark_groupsource/executor/prefetch.py): the user set no ``kafka.queued.max.messages.kbytes``."""
+    return "queued.max.messages.kbytes" not in opts.kafka_params
 
 
 def _int_value(value: str) -> int:

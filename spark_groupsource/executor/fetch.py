@@ -49,6 +49,7 @@ from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
 from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.executor.native import NativeConsumer
+from spark_groupsource.executor.prefetch import RecordSizes, prefetch_config
 from spark_groupsource.executor.silence import ClusterSilence
 from spark_groupsource.executor.task_socket import speed_up_task_socket
 from spark_groupsource.ranges import OffsetRange
@@ -173,6 +174,7 @@ def read_partition(
     fetcher: str = "auto",
     gc_freeze: bool = True,
     tcp_no_delay: bool = True,
+    adapt_prefetch: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
@@ -183,6 +185,9 @@ def read_partition(
     ``gc_freeze`` (workerGcFreeze): :func:`spark_groupsource.executor.heap.freeze_once` at the
     start, :func:`~spark_groupsource.executor.heap.freeze_settled` at the end.
     ``tcp_no_delay`` (workerTcpNoDelay): :func:`spark_groupsource.executor.task_socket.speed_up_task_socket`.
+    ``adapt_prefetch``: the prefetch is ours to choose (the user set no
+    ``kafka.queued.max.messages.kbytes``): deeper for a task of long ranges
+    (:func:`spark_groupsource.executor.prefetch.prefetch_config`).
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -199,6 +204,7 @@ def read_partition(
         freeze_once()
     if tcp_no_delay:
         speed_up_task_socket()
+    config = prefetch_config(config, ranges, _SIZES, adapt_prefetch)
     kind = fetcher_kind(config, fetcher, include_headers)
     consumer = _POOL.acquire(config, kind)
     ahead = _Ahead(consumer, ranges, config) if isinstance(consumer, NativeConsumer) else None
@@ -220,7 +226,11 @@ def read_partition(
                 refusals=RefusalWatch(security, str(config.get("bootstrap.servers", "")), "librdkafka"),
                 cluster=str(config.get("bootstrap.servers", "")),
             )
-            yield from reader.run()
+            nbytes = 0
+            for batch in reader.run():
+                nbytes += batch.get_total_buffer_size()
+                yield batch
+            _SIZES.saw(rng.topic, nbytes, reader.records)
             if ahead is not None and i + 1 < len(ranges):
                 ahead.done(rng)  # the last range's partition goes with the pool's unassign of all
         healthy = True
@@ -235,7 +245,7 @@ def read_partition(
 #: time, so each costs a fraction of a fetch round trip (3 ms against 12 at a partition's end).
 _AHEAD_PARTITIONS = 4
 #: ... and at most this much prefetch (KiB) across them: librdkafka holds up to
-#: queued.max.messages.kbytes per partition queue.
+#: queued.max.messages.kbytes per partition queue (a task of long ranges, 16 MiB: one partition).
 _AHEAD_KBYTES = 4 * PREFETCH_KBYTES
 
 
@@ -396,6 +406,8 @@ def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
 
 
 _POOL = ConsumerPool()
+#: bytes per record this worker saw per topic: how long a range is (prefetch_config)
+_SIZES = RecordSizes()
 
 
 class _RangeReader:

@@ -34,6 +34,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import produce_keyed
 from spark_groupsource.config import fetcher_config, parse_stream_options
 from spark_groupsource.errors import DataLossError
+from spark_groupsource.executor import prefetch
 from spark_groupsource.executor.fetch import _POOL, FetchStats, fetch_range, read_partition
 from spark_groupsource.ranges import OffsetRange
 from spark_groupsource.schema import arrow_schema
@@ -292,6 +293,46 @@ def test_the_native_fetcher_assigns_the_next_ranges_ahead(broker: Any, new_topic
         (4, [(4, 0, False)]),
     ]
     assert fetchers[-1].assigned() == [], "a pooled fetcher kept partitions assigned"
+
+
+def test_a_task_of_long_ranges_gets_the_deeper_prefetch(broker: Any, new_topic: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once this worker has read a topic, a task whose ranges are all long (records times the
+    bytes per record it saw) gets a fetcher with the deeper prefetch and reads each record once;
+    a task with a short range, a topic not read yet, or the user's own prefetch keep 4 MiB."""
+    topic = new_topic(2)
+    produce_keyed(broker.bootstrap, topic, 80, partitions=2)  # record i: partition i % 2, offset i // 2
+    # about 70 B a record in Arrow: 30 records are long, 5 are not
+    monkeypatch.setattr(prefetch, "LONG_RANGE_BYTES", 1_000)
+    depths: list[int] = []
+    acquire = _POOL.acquire
+
+    def tracked(cfg: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        depths.append(int(cfg["queued.max.messages.kbytes"]))
+        return acquire(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(_POOL, "acquire", tracked)
+
+    def read(ranges: list[OffsetRange], adapt: bool = True) -> list[tuple[int, int, bytes]]:
+        batches = bounded(lambda: list(read_partition(
+            config(broker), ranges, include_headers=False, fail_on_data_loss=True,
+            max_records_per_batch=7, poll_timeout_ms=20_000, fetcher=PATH, adapt_prefetch=adapt)))
+        return [(row["partition"], row["offset"], row["value"]) for row in rows(batches)]
+
+    def want(ranges: list[OffsetRange]) -> list[tuple[int, int, bytes]]:
+        return [(r.partition, o, b"value-%d" % (o * 2 + r.partition)) for r in ranges
+                for o in range(r.start, r.until)]
+
+    long_ranges = [OffsetRange(topic, 0, 0, 30), OffsetRange(topic, 1, 5, 35)]
+    for ranges, adapt in [
+        (long_ranges[:1], True),  # the topic not read yet
+        (long_ranges, True),
+        ([long_ranges[0], OffsetRange(topic, 1, 0, 5)], True),
+        (long_ranges, False),
+    ]:
+        assert read(ranges, adapt) == want(ranges)
+    deep, bounded_kb = prefetch.LONG_RANGE_PREFETCH_KBYTES, prefetch.PREFETCH_KBYTES
+    assert depths == [bounded_kb, deep, bounded_kb, bounded_kb]
 
 
 def test_fetchers_are_pooled_and_start_clean(broker: Any, new_topic: Any) -> None:
