@@ -91,8 +91,8 @@ __all__ = [
     "parse_batch_options",
     "parse_bool_option",
     "parse_stream_options",
-    "prefetch_adapts",
     "parse_time_ms",
+    "prefetch_adapts",
     "redacted",
     "validate_definition",
 ]
