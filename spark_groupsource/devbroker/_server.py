@@ -23,6 +23,7 @@ import gc
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -325,8 +326,10 @@ class TansuHost(_Host):
             except OSError as exc:
                 raise DevBrokerError(f"cannot run tansu binary {binary}: {exc}") from exc
             self.bootstrap = f"127.0.0.1:{port}"
-            self._admin = _new_admin(self.bootstrap)
             try:
+                # an admin client made before tansu listens logs "Connection refused" to stderr
+                wait_for_listener(port, STARTUP_TIMEOUT_S, self._raise_if_exited)
+                self._admin = _new_admin(self.bootstrap)
                 wait_for_cluster(self._admin, STARTUP_TIMEOUT_S, self._raise_if_exited)
                 return
             except DevBrokerError as exc:
@@ -419,6 +422,20 @@ class KafkaHost(_Host):
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), "brokers": self.cluster.brokers, **self.cluster.info()}
+
+
+def wait_for_listener(port: int, timeout: float, check_alive: Callable[[], None]) -> None:
+    """Wait until something accepts TCP connections on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check_alive()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    check_alive()
+    raise DevBrokerError(f"broker did not listen on 127.0.0.1:{port} within {timeout:.0f}s")
 
 
 def wait_for_cluster(admin: Any, timeout: float, check_alive: Callable[[], None]) -> None:
