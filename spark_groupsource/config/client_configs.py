@@ -28,6 +28,9 @@ _MEMBER_ONLY = frozenset(
 #: librdkafka's prefetch per assigned partition, in KiB (``queued.max.messages.kbytes``; see
 #: fetcher_config); a task of long ranges gets four times as much (executor/prefetch.py)
 PREFETCH_KBYTES = 4096
+#: ... its librdkafka property, the one name for what fetcher_config sets, the user may set
+#: (prefetch_adapts) and a task's fetcher may deepen (executor/prefetch.py)
+PREFETCH_KBYTES_KEY = "queued.max.messages.kbytes"
 #: ... and in records (``queued.min.messages``): the bound small records reach first
 PREFETCH_RECORDS = 20_000
 
@@ -86,7 +89,7 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     config: dict[str, Any] = {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
-        "queued.max.messages.kbytes": PREFETCH_KBYTES,
+        PREFETCH_KBYTES_KEY: PREFETCH_KBYTES,
         "queued.min.messages": PREFETCH_RECORDS,
     }
     config.update((k, v) for k, v in opts.kafka_params.items() if k not in _MEMBER_ONLY)
@@ -108,7 +111,7 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
 def prefetch_adapts(opts: CommonOptions) -> bool:
     """Whether the fetchers' prefetch depth is ours to choose per task (deeper for long ranges,
     spark_groupsource/executor/prefetch.py): the user set no ``kafka.queued.max.messages.kbytes``."""
-    return "queued.max.messages.kbytes" not in opts.kafka_params
+    return PREFETCH_KBYTES_KEY not in opts.kafka_params
 
 
 def _int_value(value: str) -> int:

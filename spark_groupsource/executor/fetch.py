@@ -43,7 +43,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from spark_groupsource.config.access import RefusalWatch, authorization_error
-from spark_groupsource.config.client_configs import PREFETCH_KBYTES
+from spark_groupsource.config.client_configs import PREFETCH_KBYTES, PREFETCH_KBYTES_KEY
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
@@ -260,7 +260,7 @@ class _Ahead:
     def __init__(self, consumer: NativeConsumer, ranges: list[OffsetRange], config: dict[str, Any]):
         self.consumer = consumer
         self.ranges = ranges
-        per_partition = int(config.get("queued.max.messages.kbytes", PREFETCH_KBYTES))
+        per_partition = int(config.get(PREFETCH_KBYTES_KEY, PREFETCH_KBYTES))
         self.window = max(1, min(_AHEAD_PARTITIONS, _AHEAD_KBYTES // max(1, per_partition)))
         self.assigned: set[tuple[str, int]] = set()
         self.next = 0  # the first range not assigned ahead yet

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from spark_groupsource.config.client_configs import PREFETCH_KBYTES
+from spark_groupsource.config.client_configs import PREFETCH_KBYTES, PREFETCH_KBYTES_KEY
 from spark_groupsource.ranges import OffsetRange
 
 __all__ = ["LONG_RANGE_BYTES", "LONG_RANGE_PREFETCH_KBYTES", "RecordSizes", "prefetch_config"]
@@ -39,7 +39,6 @@ __all__ = ["LONG_RANGE_BYTES", "LONG_RANGE_PREFETCH_KBYTES", "RecordSizes", "pre
 LONG_RANGE_PREFETCH_KBYTES = 4 * PREFETCH_KBYTES
 #: a range at least this long (estimated bytes) is long
 LONG_RANGE_BYTES = 128 << 20
-_KEY = "queued.max.messages.kbytes"
 
 
 class RecordSizes:
@@ -64,10 +63,10 @@ def prefetch_config(config: dict[str, Any], ranges: Sequence[OffsetRange], sizes
                     adapt: bool) -> dict[str, Any]:
     """``config`` with LONG_RANGE_PREFETCH_KBYTES when ``adapt`` (the user set no prefetch of
     their own) and every range is at least LONG_RANGE_BYTES by ``sizes``; else ``config``."""
-    if not adapt or not ranges or int(config.get(_KEY, PREFETCH_KBYTES)) >= LONG_RANGE_PREFETCH_KBYTES:
+    if not adapt or not ranges or int(config.get(PREFETCH_KBYTES_KEY, PREFETCH_KBYTES)) >= LONG_RANGE_PREFETCH_KBYTES:
         return config
     for rng in ranges:
         per_record = sizes.get(rng.topic)
         if per_record is None or rng.size * per_record < LONG_RANGE_BYTES:
             return config
-    return {**config, _KEY: LONG_RANGE_PREFETCH_KBYTES}
+    return {**config, PREFETCH_KBYTES_KEY: LONG_RANGE_PREFETCH_KBYTES}
