@@ -21,6 +21,7 @@ import ctypes
 import fcntl
 import gc
 import json
+import logging
 import os
 import signal
 import socket
@@ -176,10 +177,31 @@ def anonymous_log(prefix: str) -> int:
     return fd
 
 
-def _new_admin(bootstrap: str) -> Any:
+class _LogFileHandler(logging.Handler):
+    """Writes log records to the dev broker's log file (binary, unbuffered)."""
+
+    def __init__(self, log: IO[bytes]):
+        super().__init__()
+        self._log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(ValueError, OSError):  # the log closed during shutdown
+            self._log.write(f"devbroker admin client: {record.getMessage()}\n".encode())
+
+
+def _new_admin(bootstrap: str, log: IO[bytes] | None = None) -> Any:
+    """The host's own admin client. With ``log``, librdkafka's log lines go to that file when
+    :meth:`_Host.serve_admin_log` polls, not to stderr: the command's stderr carries only its own
+    errors, and a broker that stops under a live client (a refused reconnect) is not one."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, "socket.timeout.ms": 10000})
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 3, "socket.timeout.ms": 10000}
+    if log is not None:
+        logger = logging.Logger("groupkafka.devbroker.admin")  # not registered: nothing propagates
+        logger.addHandler(_LogFileHandler(log))
+        conf["logger"] = logger
+    return AdminClient(conf)
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -188,6 +210,7 @@ def _new_admin(bootstrap: str) -> Any:
 class _Host:
     backend = ""
     bootstrap = ""
+    _admin: Any = None
 
     def start(self) -> None:
         raise NotImplementedError
@@ -199,6 +222,12 @@ class _Host:
         """A reason if the broker is gone, else None."""
         return None
 
+    def serve_admin_log(self) -> None:
+        """Hand the admin client's queued log lines to the dev broker's log (they wait for a poll)."""
+        admin = self._admin  # close() may drop it meanwhile (this runs on the watch thread)
+        if admin is not None:
+            admin.poll(0)
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -209,9 +238,10 @@ class _Host:
 class MockHost(_Host):
     backend = "mock"
 
-    def __init__(self, brokers: int, initial_rebalance_delay_ms: int):
+    def __init__(self, brokers: int, initial_rebalance_delay_ms: int, log: IO[bytes] | None = None):
         self.brokers = brokers
         self.delay_ms = initial_rebalance_delay_ms
+        self.log = log
         self.cluster: Any = None
         self._admin: Any = None
 
@@ -220,7 +250,7 @@ class MockHost(_Host):
 
         self.cluster = MockCluster(self.brokers, initial_rebalance_delay_ms=self.delay_ms)
         self.bootstrap = self.cluster.bootstrap
-        self._admin = _new_admin(self.bootstrap)
+        self._admin = _new_admin(self.bootstrap, self.log)
         wait_for_cluster(self._admin, STARTUP_TIMEOUT_S, lambda: None)
 
     def create_topic(self, name: str, partitions: int, timeout: float = TOPIC_TIMEOUT_S) -> bool:
@@ -329,7 +359,7 @@ class TansuHost(_Host):
             try:
                 # an admin client made before tansu listens logs "Connection refused" to stderr
                 wait_for_listener(port, STARTUP_TIMEOUT_S, self._raise_if_exited)
-                self._admin = _new_admin(self.bootstrap)
+                self._admin = _new_admin(self.bootstrap, self.log)
                 wait_for_cluster(self._admin, STARTUP_TIMEOUT_S, self._raise_if_exited)
                 return
             except DevBrokerError as exc:
@@ -392,11 +422,12 @@ class KafkaHost(_Host):
     backend = "kafka"
 
     def __init__(self, brokers: int, initial_rebalance_delay_ms: int, config: dict[str, str],
-                 port: int | None = None, home: str | None = None):
+                 port: int | None = None, home: str | None = None, log: IO[bytes] | None = None):
         from ._kafka import KafkaCluster
 
         self.cluster = KafkaCluster(brokers, config, initial_rebalance_delay_ms, home=home)
         self.port = port
+        self.log = log
         self._admin: Any = None
 
     def start(self) -> None:
@@ -406,7 +437,7 @@ class KafkaHost(_Host):
             self.cluster.close()
             raise
         self.bootstrap = self.cluster.bootstrap
-        self._admin = _new_admin(self.bootstrap)
+        self._admin = _new_admin(self.bootstrap, self.log)
 
     def create_topic(self, name: str, partitions: int, timeout: float = TOPIC_TIMEOUT_S) -> bool:
         return admin_create_topic(self._admin, name, partitions, timeout,
@@ -610,10 +641,10 @@ class _Server:
         a = self.args
         log = self._open_log()
         if a.backend == "mock":
-            self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms)
+            self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms, log)
         elif a.backend == "kafka":
             self.host = KafkaHost(a.brokers, a.initial_rebalance_delay_ms,
-                                  parse_broker_config(a.broker_config), a.port, a.kafka_home)
+                                  parse_broker_config(a.broker_config), a.port, a.kafka_home, log)
         else:
             self.host = TansuHost(a.port, log)
         self.host.start()
@@ -623,6 +654,7 @@ class _Server:
     def close(self) -> None:
         host, self.host = self.host, None
         if host is not None:
+            host.serve_admin_log()
             host.close()
         if self.log is not None:
             self.log.close()
@@ -715,6 +747,7 @@ def _watch_broker(server: _Server) -> None:
             server.exit_code = 1
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        host.serve_admin_log()
 
 
 def _serve_control(server: _Server, out: IO[str]) -> None:

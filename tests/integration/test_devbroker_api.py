@@ -122,3 +122,25 @@ def test_external_broker_object(tansu_broker):
     assert _topics(tansu_broker.bootstrap)["ext-topic"] == 2
     with pytest.raises(DevBrokerError, match="empty"):
         ExternalBroker("  ")
+
+
+def test_the_hosts_admin_client_logs_to_the_broker_log_not_stderr(tmp_path, capfd):
+    """A broker that stops under the host's live admin client makes librdkafka log refused
+    reconnects: the command's stderr must carry only its own errors, so they go to its log."""
+    from spark_groupsource.devbroker._server import TansuHost
+
+    path = tmp_path / "broker.log"
+    with open(path, "ab", buffering=0) as log:
+        host = TansuHost(None, log)
+        host.start()
+        try:
+            assert host.proc is not None
+            host.proc.kill()
+            host.proc.wait(timeout=10)
+            with pytest.raises(DevBrokerError):
+                host.create_topic("after-the-broker-died", 1, timeout=3)
+            host.serve_admin_log()
+        finally:
+            host.close()
+    assert "Connection refused" in path.read_text()
+    assert "Connection refused" not in capfd.readouterr().err
