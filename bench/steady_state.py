@@ -244,20 +244,26 @@ def limited(reader, args):
     return reader
 
 
+def kafka_reader(spark, reader: str, broker, topic: str, starting: str, args, group_prefix: str):
+    """The stream reader of Spark's source, groupkafka or a groupkafka variant on ``topic``."""
+    r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
+         .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
+         .option("startingOffsets", starting))
+    r = limited(r, args)
+    if reader in (OURS, *VARIANT_OPTIONS):
+        r = (r.option("kafka.group.id", f"{group_prefix}-{time.time_ns()}")
+             .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
+             .options(**VARIANT_OPTIONS.get(reader, {})))
+    return r
+
+
 def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int) -> Run:
     """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
     if reader == FLOOR:
-        r = (spark.readStream.format("benchfloor").option("rows", str(n)).option("partitions", str(args.partitions))
-             .option("valueSize", str(value_size)))
+        r = limited(spark.readStream.format("benchfloor").option("rows", str(n))
+                    .option("partitions", str(args.partitions)).option("valueSize", str(value_size)), args)
     else:
-        r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
-             .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
-             .option("startingOffsets", "earliest"))
-    r = limited(r, args)
-    if reader in (OURS, *VARIANT_OPTIONS):
-        r = (r.option("kafka.group.id", f"bench-{time.time_ns()}")
-             .option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms)))
-    r = r.options(**VARIANT_OPTIONS.get(reader, {}))
+        r = kafka_reader(spark, reader, broker, topic, "earliest", args, "bench")
     df = r.load()
     load = load_average()
     with tempfile.TemporaryDirectory() as ck, Meter([broker.pid] if broker.pid else []) as m:
@@ -360,14 +366,7 @@ def _sustained(spark, broker, reader, topic, size, args) -> tuple[int, float, in
     out = ctx.Queue()
     producer = ctx.Process(target=_produce_until,
                            args=(broker.bootstrap, topic, args.partitions, size, time.time() + args.sustained_s, out))
-    r = (spark.readStream.format("kafka" if reader == SPARK else "groupkafka")
-         .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic)
-         .option("startingOffsets", "latest"))
-    r = limited(r, args)
-    if reader in (OURS, *VARIANT_OPTIONS):
-        r = r.option("kafka.group.id", f"bench-sustained-{time.time_ns()}")
-        r = r.option("kafka.session.timeout.ms", str(broker.recommended_session_timeout_ms))
-        r = r.options(**VARIANT_OPTIONS.get(reader, {}))
+    r = kafka_reader(spark, reader, broker, topic, "latest", args, "bench-sustained")
     with tempfile.TemporaryDirectory() as ck:
         q = (r.load().writeStream.format("noop").option("checkpointLocation", ck)
              .trigger(processingTime="1 second").start())
