@@ -34,6 +34,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
+from spark_groupsource.config.access import authorization_error
+from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
 from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
 from spark_groupsource.group.seam import (
@@ -91,6 +93,7 @@ class ConsumerProtocolConfig:
     client_rack: str | None = None
     # librdkafka properties (bootstrap, security); may hold secrets
     client_config: Mapping[str, object] = field(default_factory=dict, repr=False)
+    security: SecurityConfig | None = field(default=None, repr=False)  # the principal in errors
     rebalance_timeout_ms: int = 300_000  # max.poll.interval.ms: how long a revocation may take
     join_timeout_ms: int = 120_000
     request_timeout_ms: int = 30_000  # bound of one commit / committed-offsets call
@@ -227,7 +230,9 @@ class ConsumerProtocolMembership:
             while not self._closed.is_set():
                 try:
                     msg = consumer.poll(timeout)
-                    if msg is not None and msg.error() is None:
+                    if msg is not None and msg.error() is not None:
+                        self._on_consumer_error(msg.error())
+                    elif msg is not None:
                         # cannot happen while every partition is paused; never delivered anywhere
                         log.warning("group %s: membership client received a record of %s [%d]; ignored",
                                     self.config.group_id, msg.topic(), msg.partition())
@@ -411,6 +416,22 @@ class ConsumerProtocolMembership:
             self._fail(MembershipError(f"group {self.config.group_id!r}: {what}"))
         else:
             log.info("group %s: client reports %s", self.config.group_id, err.str())
+
+    def _on_consumer_error(self, err: KafkaError) -> None:
+        """An error librdkafka hands to poll() as a message: how it reports what the group
+        coordinator refused (FindCoordinator, ConsumerGroupHeartbeat). A missing ACL fails the
+        member at once, naming principal, resource and operation, as in the classic protocol."""
+        code = err.code()
+        servers = _servers(self.config.client_config)
+        if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            self._fail(authorization_error(self.config.security, "Group", self.config.group_id,
+                                           "READ (ConsumerGroupHeartbeat, OffsetCommit)", servers, err.str()))
+        elif code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            topics = ", ".join(self.config.topics) or f"matching {self.config.pattern}"
+            self._fail(authorization_error(self.config.security, "Topic", topics, "DESCRIBE and READ",
+                                           servers, err.str()))
+        else:
+            self._on_error(err)
 
     def _fail(self, exc: BaseException) -> None:
         if self._error is None:
@@ -646,6 +667,7 @@ def consumer_membership(opts: Any, *, drain_timeout_s: float | None = None) -> C
             group_instance_id=opts.group_instance_id,
             client_rack=opts.client_rack,
             client_config=client,
+            security=opts.security,
             rebalance_timeout_ms=opts.max_poll_interval_ms or 300_000,
             join_timeout_ms=opts.group_join_timeout_ms,
         ),

@@ -46,6 +46,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 #: 120 s by default, and the old behaviour was to wait it out).
 FAIL_FAST_S = 45
 GROUP_TIMEOUTS = {"kafka.session.timeout.ms": "6000", "kafka.heartbeat.interval.ms": "1000"}
+#: The KIP-848 member (librdkafka): the broker sets its session and heartbeat timeouts.
+CONSUMER_PROTOCOL = {"kafka.group.protocol": "consumer"}
+
+
+def group_timeouts(options: dict[str, str]) -> dict[str, str]:
+    return {} if options.get("kafka.group.protocol") == "consumer" else GROUP_TIMEOUTS
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +218,7 @@ def test_consumer_protocol_member_over_sasl_ssl(spark, secure, unique_name, tmp_
 
 def failure_of_stream(spark: Any, options: dict[str, str], topic: str, name: str, checkpoint: str) -> BaseException:
     """Start a stream that must fail; its exception, which must come within FAIL_FAST_S."""
-    df = spark.readStream.format("groupkafka").options(**options, **GROUP_TIMEOUTS, subscribe=topic).load()
+    df = spark.readStream.format("groupkafka").options(**options, **group_timeouts(options), subscribe=topic).load()
     query = to_memory(df, name, checkpoint)
     try:
         try:
@@ -294,6 +300,20 @@ def test_refused_connections_fail_at_once_and_say_why(spark, secure, case, uniqu
     assert out.returncode == 1 and words[1] in out.stderr, out.stderr[-2000:]
 
 
+@pytest.mark.parametrize("case", ["wrong-password-SCRAM", "no-client-certificate"])
+def test_refused_connections_fail_at_once_with_the_consumer_protocol_member(spark, secure, case, unique_name,
+                                                                            tmp_path):
+    bootstrap, options, words = refusal_options(secure, case)
+    topic = unique_name("sec")
+    secure.create_topic(topic, 1)
+    exc = failure_of_stream(spark, {**options, **CONSUMER_PROTOCOL, "kafka.group.id": unique_name("g")}, topic,
+                            table_name(unique_name), str(tmp_path / "cp"))
+    text = str(exc)
+    for word in words:
+        assert word in text, text[-3000:]
+    assert_no_secrets(["wrong-Pw-000", STORE_PASSWORD, *PASSWORDS.values()], stream_error=text)
+
+
 # ------------------------------------------------------------------ ACLs
 
 
@@ -333,9 +353,34 @@ def test_the_acls_the_readme_lists_are_enough(spark, secure, unique_name, tmp_pa
     assert out.returncode == 0 and "TOTAL-LAG 0" in out.stdout, out.stderr[-2000:]
 
 
+def test_the_same_acls_are_enough_for_the_consumer_protocol_member(spark, secure, unique_name, tmp_path):
+    """READ on the topic and READ on the group: the KIP-848 member joins, the stream reads every
+    record and the group commits."""
+    topic, group = unique_name("acl"), unique_name("g")
+    secure.create_topic(topic, 2)
+    records = produce(secure.admin_bootstrap, topic, 10, 2)
+    secure.grant("User:erin", "TOPIC", topic, "READ")
+    secure.grant("User:erin", "GROUP", group, "READ")
+    name = table_name(unique_name)
+    df = spark.readStream.format("groupkafka").options(
+        **user_options(secure, "erin"), **CONSUMER_PROTOCOL, subscribe=topic,
+        **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}).load()
+    query = to_memory(df, name, str(tmp_path / "cp"))
+    try:
+        wait_rows(spark, name, len(records), query=query)
+        wait_group_committed(secure, group, topic, ends(records))
+    finally:
+        stop(query)
+    assert_exactly(spark, name, records)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 @pytest.mark.parametrize("missing", ["group-read", "topic-all", "topic-read"])
 def test_a_missing_acl_fails_at_once_naming_principal_resource_and_operation(
-        spark, secure, missing, unique_name, tmp_path):
+        spark, secure, missing, protocol, unique_name, tmp_path):
+    """Both members: the KIP-848 one (librdkafka) hears of a missing group or topic ACL only as
+    an error from its poll (FindCoordinator, ConsumerGroupHeartbeat), and used to wait out
+    groupJoinTimeoutMs."""
     topic, group = unique_name("acl"), unique_name("g")
     secure.create_topic(topic, 1)
     produce(secure.admin_bootstrap, topic, 4, 1)
@@ -350,14 +395,16 @@ def test_a_missing_acl_fails_at_once_naming_principal_resource_and_operation(
     code = "GROUP_AUTHORIZATION_FAILED" if missing == "group-read" else "TOPIC_AUTHORIZATION_FAILED"
     resource = f"Group '{group}'" if missing == "group-read" else f"Topic '{topic}'"
 
-    exc = failure_of_stream(spark, {**options, "kafka.group.id": group, "kafka.auto.offset.reset": "earliest"},
+    member = CONSUMER_PROTOCOL if protocol == "consumer" else {}
+    exc = failure_of_stream(spark, {**options, **member, "kafka.group.id": group,
+                                    "kafka.auto.offset.reset": "earliest"},
                             topic, table_name(unique_name), str(tmp_path / "cp"))
     text = str(exc)
     for word in ("AuthorizationError", code, f"User:{user}", resource, "READ" if missing != "topic-all" else "DESCRIBE"):
         assert word in text, text[-3000:]
     assert_no_secrets([PASSWORDS[user]], stream_error=text)
 
-    if missing != "group-read":  # a batch read without a group needs the topic ACLs only
+    if missing != "group-read" and protocol == "classic":  # a batch read without a group: topic ACLs only
         text = str(failure_of_batch(spark, options, topic))
         assert code in text and f"User:{user}" in text and resource in text, text[-3000:]
 
