@@ -44,7 +44,14 @@ from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
 from spark_groupsource import config as opt
-from spark_groupsource.errors import CommitError, MembershipError
+from spark_groupsource.config.access import authorization_error
+from spark_groupsource.errors import (
+    AuthorizationError,
+    BrokerError,
+    CommitError,
+    GroupKafkaError,
+    MembershipError,
+)
 from spark_groupsource.group.factory import build_membership
 from spark_groupsource.planning.batch_plan import offsets_json, resolve_ranges
 from spark_groupsource.planning.offset_reader import reader_for
@@ -238,7 +245,7 @@ class BackfillPlan:
         if self._membership is not None:
             result = self._commit_member(group, ends)
         else:
-            result = commit_plain(opt.fetcher_config(self.opts), group, ends)
+            result = commit_plain(self.opts, group, ends)
         self.committed = result
         return result
 
@@ -300,44 +307,52 @@ def _settled(membership: Any, opts: opt.BatchOptions, settle_s: float, timeout_s
         time.sleep(0.1)
 
 
-def commit_plain(config: Mapping[str, Any], group: str, ends: Mapping[TopicPartition, int]) -> BackfillCommit:
+def commit_plain(opts: opt.CommonOptions, group: str, ends: Mapping[TopicPartition, int]) -> BackfillCommit:
     """Commit ``ends`` to ``group`` without joining it; refused when the group has live members.
 
     Partitions whose committed offset is already beyond the end are left alone (a backfill
-    never moves a group backwards).
+    never moves a group backwards). The committed offsets are read with the offset reader, not
+    the committing consumer: a consumer that may not describe the group hears of it only in
+    poll(), so its committed() waited out its timeout; the reader fails at once, naming the ACL.
     """
     if not ends:
         return BackfillCommit(group)
-    consumer = Consumer({**dict(config), "group.id": group})
     try:
-        tps = [CkTP(tp.topic, tp.partition) for tp in sorted(ends)]
-        try:
-            current = consumer.committed(tps, timeout=30)
-        except KafkaException as exc:
-            raise CommitError(f"group {group}: cannot read committed offsets: {exc.args[0]}") from exc
-        skipped: dict[TopicPartition, str] = {}
-        todo: dict[TopicPartition, int] = {}
-        for ck in current:
-            tp = TopicPartition(ck.topic, ck.partition)
-            if ck.offset is not None and ck.offset > ends[tp]:
-                skipped[tp] = f"group already at {ck.offset}"
-            else:
-                todo[tp] = ends[tp]
-        if skipped:
-            log.warning("group %s: not moving committed offsets backwards: %s", group,
-                        ", ".join(f"{tp} {why}" for tp, why in sorted(skipped.items())))
-        if not todo:
-            return BackfillCommit(group, {}, skipped)
+        with reader_for(opts) as view:
+            current = view.committed(group, sorted(ends))
+    except BrokerError as exc:
+        raise CommitError(f"group {group}: cannot read committed offsets: {exc}") from exc
+    except AuthorizationError as exc:
+        if "GROUP_AUTHORIZATION_FAILED" not in str(exc):
+            raise
+        # the reader names what it was refused (DESCRIBE); committing needs READ, which implies it
+        raise authorization_error(opts.security, "Group", group, "READ (OffsetFetch, OffsetCommit)",
+                                  opts.bootstrap_servers, "its committed offsets could not be read") from None
+    skipped: dict[TopicPartition, str] = {}
+    todo: dict[TopicPartition, int] = {}
+    for tp in sorted(ends):
+        at = current.get(tp)
+        if at is not None and at > ends[tp]:
+            skipped[tp] = f"group already at {at}"
+        else:
+            todo[tp] = ends[tp]
+    if skipped:
+        log.warning("group %s: not moving committed offsets backwards: %s", group,
+                    ", ".join(f"{tp} {why}" for tp, why in sorted(skipped.items())))
+    if not todo:
+        return BackfillCommit(group, {}, skipped)
+    consumer = Consumer({**opt.fetcher_config(opts), "group.id": group})
+    try:
         try:
             result = consumer.commit(
                 offsets=[CkTP(tp.topic, tp.partition, off) for tp, off in sorted(todo.items())],
                 asynchronous=False,
             )
         except KafkaException as exc:
-            raise _commit_error(group, exc.args[0]) from exc
+            raise _commit_error(opts, group, exc.args[0]) from exc
         for ck in result or []:
             if ck.error is not None:
-                raise _commit_error(group, ck.error)
+                raise _commit_error(opts, group, ck.error)
     finally:
         consumer.close()
     log.info("group %s: committed backfill %s", group,
@@ -345,8 +360,11 @@ def commit_plain(config: Mapping[str, Any], group: str, ends: Mapping[TopicParti
     return BackfillCommit(group, todo, skipped)
 
 
-def _commit_error(group: str, err: Any) -> CommitError:
+def _commit_error(opts: opt.CommonOptions, group: str, err: Any) -> GroupKafkaError:
     code = err.code() if hasattr(err, "code") else None
+    if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return authorization_error(opts.security, "Group", group, "READ (OffsetCommit)",
+                                   opts.bootstrap_servers, err.str() if hasattr(err, "str") else str(err))
     if code in _UNSAFE_CODES:
         return UnsafeCommitError(
             f"group {group} has live members (the coordinator refused a non-member commit: {err}); "

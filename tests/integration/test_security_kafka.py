@@ -37,6 +37,7 @@ from test_stream_support import (
 from helpers import committed_offsets, wait_until
 from spark_groupsource.backfill import BackfillPlan
 from spark_groupsource.devbroker import DevBrokerError, kafka_missing
+from spark_groupsource.errors import AuthorizationError
 from tlsfiles import KEY_PASSWORD, STORE_PASSWORD
 
 pytestmark = pytest.mark.integration
@@ -483,3 +484,28 @@ def test_an_unreachable_tls_port_fails_within_the_bound_naming_it(spark, secure,
     text = str(failure_of_batch(spark, {**options, "fetchOffset.numRetries": "1"}, topic))
     assert bootstrap in text and "kafka.security.protocol" in text, text[-3000:]
     assert_no_secrets(secrets, errors=text)
+
+
+@pytest.mark.parametrize("granted", ["group-read", "none"])
+def test_a_plain_backfill_commit_under_acls(spark, secure, granted, unique_name):
+    """A backfill that does not join the group commits as a non-member (OffsetFetch, then
+    OffsetCommit): READ on the group is enough; without it the commit fails naming the ACL."""
+    topic, group = unique_name("acl"), unique_name("bf")
+    secure.create_topic(topic, 2)
+    records = produce(secure.admin_bootstrap, topic, 6, 2)
+    secure.grant("User:erin", "TOPIC", topic, "READ")
+    if granted == "group-read":
+        secure.grant("User:erin", "GROUP", group, "READ")
+    options = {**user_options(secure, "erin"), "subscribe": topic, "kafka.group.id": group}
+    with BackfillPlan.resolve(options) as plan:
+        assert plan.read(spark).count() == len(records)
+        if granted == "group-read":
+            plan.commit()
+            assert committed_offsets(secure.admin_bootstrap, group, topic, 2) == ends(records)
+            return
+        with pytest.raises(AuthorizationError) as info:
+            plan.commit()
+    text = str(info.value)
+    for word in ("GROUP_AUTHORIZATION_FAILED", "User:erin", f"Group '{group}'", "READ"):
+        assert word in text, text
+    assert committed_offsets(secure.admin_bootstrap, group, topic, 2) == {0: None, 1: None}
