@@ -139,6 +139,22 @@ def ends(records) -> dict[int, int]:
     return out
 
 
+def read_and_commit(spark: Any, sk: SecureKafka, options: dict[str, str], topic: str, group: str, records,
+                    name: str, checkpoint: str) -> str:
+    """A stream of ``options`` on ``topic`` in ``group`` reads every record and the group
+    commits them all; the query's progress as JSON."""
+    df = spark.readStream.format("groupkafka").options(
+        **options, **group_timeouts(options), subscribe=topic,
+        **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}).load()
+    query = to_memory(df, name, checkpoint)
+    try:
+        wait_rows(spark, name, len(records), query=query)
+        wait_group_committed(sk, group, topic, ends(records))
+        return json.dumps(query.recentProgress, default=str)
+    finally:
+        stop(query)
+
+
 @pytest.mark.compat(only={"case": ["sasl_plaintext-PLAIN"]})
 @pytest.mark.parametrize("case", CASES)
 def test_stream_batch_backfill_and_groups_command(spark, secure, case, unique_name, tmp_path):
@@ -200,16 +216,9 @@ def test_consumer_protocol_member_over_sasl_ssl(spark, secure, unique_name, tmp_
     secure.create_topic(topic, 2)
     records = produce(secure.admin_bootstrap, topic, 10, 2)
     name = table_name(unique_name)
-    df = spark.readStream.format("groupkafka").options(
-        **{"kafka.bootstrap.servers": secure.listener(listener), "subscribe": topic, "kafka.group.id": group,
-           "kafka.group.protocol": "consumer", "kafka.auto.offset.reset": "earliest", **security}).load()
-    query = to_memory(df, name, str(tmp_path / "cp"))
-    try:
-        wait_rows(spark, name, len(records), query=query)
-        wait_group_committed(secure, group, topic, ends(records))
-        progress = json.dumps(query.recentProgress, default=str)
-    finally:
-        stop(query)
+    progress = read_and_commit(spark, secure, {"kafka.bootstrap.servers": secure.listener(listener),
+                                               **CONSUMER_PROTOCOL, **security},
+                               topic, group, records, name, str(tmp_path / "cp"))
     assert_exactly(spark, name, records)
     assert_no_secrets(secrets, progress=progress, checkpoint=checkpoint_text(str(tmp_path / "cp")))
 
@@ -334,15 +343,8 @@ def test_the_acls_the_readme_lists_are_enough(spark, secure, unique_name, tmp_pa
     secure.grant("User:erin", "GROUP", backfill_group, "READ")
     options = {**user_options(secure, "erin"), "subscribe": topic}
 
-    name = table_name(unique_name)
-    df = spark.readStream.format("groupkafka").options(
-        **options, **GROUP_TIMEOUTS, **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}).load()
-    query = to_memory(df, name, str(tmp_path / "cp"))
-    try:
-        wait_rows(spark, name, len(records), query=query)
-        wait_group_committed(secure, group, topic, ends(records))
-    finally:
-        stop(query)
+    read_and_commit(spark, secure, user_options(secure, "erin"), topic, group, records, table_name(unique_name),
+                    str(tmp_path / "cp"))
     assert spark.read.format("groupkafka").options(**options).load().count() == len(records)  # no group
     with BackfillPlan.resolve({**options, **GROUP_TIMEOUTS, "kafka.group.id": backfill_group,
                                "groupCoordinated": "true"}, settle_s=1.0) as plan:
@@ -363,15 +365,8 @@ def test_the_same_acls_are_enough_for_the_consumer_protocol_member(spark, secure
     secure.grant("User:erin", "TOPIC", topic, "READ")
     secure.grant("User:erin", "GROUP", group, "READ")
     name = table_name(unique_name)
-    df = spark.readStream.format("groupkafka").options(
-        **user_options(secure, "erin"), **CONSUMER_PROTOCOL, subscribe=topic,
-        **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}).load()
-    query = to_memory(df, name, str(tmp_path / "cp"))
-    try:
-        wait_rows(spark, name, len(records), query=query)
-        wait_group_committed(secure, group, topic, ends(records))
-    finally:
-        stop(query)
+    read_and_commit(spark, secure, {**user_options(secure, "erin"), **CONSUMER_PROTOCOL}, topic, group, records,
+                    name, str(tmp_path / "cp"))
     assert_exactly(spark, name, records)
 
 
