@@ -99,6 +99,14 @@ def authorization_error(security: SecurityConfig | None, resource: str, name: st
         "lists the ACLs a query needs")
 
 
+def subscription_denied(security: SecurityConfig | None, topics: tuple[str, ...] | list[str], pattern: str | None,
+                        bootstrap: str, detail: str = "") -> AuthorizationError:
+    """A member's subscription the principal may not describe or read: its topics, or its pattern
+    (what both group members report when the coordinator refuses the subscription)."""
+    names = ", ".join(topics) or f"matching {pattern}"
+    return authorization_error(security, "Topic", names, "DESCRIBE and READ", bootstrap, detail)
+
+
 class RefusalWatch:
     """Collects what a client reports about failed connections; :meth:`error` is the
     :class:`SecurityError` once one is decisive (thread-safe: clients report from their own

@@ -21,7 +21,7 @@ from assignment.base import Assignor
 from assignment.errors import AssignmentError
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
-from spark_groupsource.config.access import RefusalWatch, authorization_error
+from spark_groupsource.config.access import RefusalWatch, authorization_error, subscription_denied
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
     AuthorizationError,
@@ -271,9 +271,8 @@ class GroupMembership:
             return authorization_error(self.config.security, "Group", self.config.group_id,
                                        "READ (JoinGroup, OffsetCommit)", servers, str(exc))
         if isinstance(exc, kafka_client.TopicAuthorizationFailedError):
-            topics = ", ".join(self.config.topics) or f"matching {self.config.pattern}"
-            return authorization_error(self.config.security, "Topic", topics, "DESCRIBE and READ",
-                                       servers, str(exc))
+            return subscription_denied(self.config.security, self.config.topics, self.config.pattern, servers,
+                                       str(exc))
         return exc
 
     def _check_reach(self, client: kafka_client.KafkaGroupClient) -> None:

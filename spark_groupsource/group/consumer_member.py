@@ -34,7 +34,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
-from spark_groupsource.config.access import authorization_error
+from spark_groupsource.config.access import authorization_error, subscription_denied
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
 from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
@@ -427,9 +427,8 @@ class ConsumerProtocolMembership:
             self._fail(authorization_error(self.config.security, "Group", self.config.group_id,
                                            "READ (ConsumerGroupHeartbeat, OffsetCommit)", servers, err.str()))
         elif code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            topics = ", ".join(self.config.topics) or f"matching {self.config.pattern}"
-            self._fail(authorization_error(self.config.security, "Topic", topics, "DESCRIBE and READ",
-                                           servers, err.str()))
+            self._fail(subscription_denied(self.config.security, self.config.topics, self.config.pattern, servers,
+                                           err.str()))
         else:
             self._on_error(err)
 
