@@ -4,8 +4,8 @@ the whole cluster down. Nothing here is simulated: leadership moves through the 
 the coordinator fails over to another broker and reloads the group from ``__consumer_offsets``.
 
 Each scenario finds its target from the cluster itself (the leader of most of the topic's
-partitions from Metadata, the coordinator from DescribeGroups), acts only on nodes of the
-run's own dev cluster, and bounds every wait.
+partitions from Metadata, the coordinator from its group's place in ``__consumer_offsets``),
+acts only on nodes of the run's own dev cluster, and bounds every wait.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from collections import Counter
 
 from chaos.run import Outcome, Run
+from spark_groupsource.devbroker import DevBrokerError, group_coordinator
 
 #: A broker is fenced by the controller when it misses heartbeats this long (KRaft's
 #: broker.session.timeout.ms default); a freeze must outlast it to be a real failure.
@@ -48,35 +49,9 @@ def busiest_leader(r: Run, timeout: float = 30.0) -> int:
     raise RuntimeError(f"no leader of {r.topic} found within {timeout:.0f}s: {last}")
 
 
-def _java_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units), as Kafka uses it to place a group."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def coordinator(r: Run, timeout: float = 60.0, not_on: int | None = None) -> int:
-    """The node hosting the group's coordinator: the leader of the group's ``__consumer_offsets``
-    partition (Kafka's own placement: abs(hashCode(group)) % partitions; FindCoordinator
-    answers the same), from Metadata."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        try:
-            md = _admin(r).list_topics("__consumer_offsets", timeout=5)
-            parts = md.topics["__consumer_offsets"].partitions
-            if parts:
-                h = _java_hash(r.group)
-                leader = parts[0 if h == -(1 << 31) else abs(h) % len(parts)].leader  # Kafka's Utils.abs
-                if leader >= 0 and leader != not_on:
-                    return leader
-            last = "the group's __consumer_offsets partition has no leader"
-        except Exception as exc:  # noqa: BLE001 - asked again until the deadline
-            last = repr(exc)
-        time.sleep(0.5)
-    raise RuntimeError(f"no coordinator of {r.group} found within {timeout:.0f}s: {last}")
+    """The node hosting the group's coordinator (Kafka's own placement, from Metadata)."""
+    return group_coordinator(r.broker.bootstrap, r.group, timeout, not_on)
 
 
 def _nodes(r: Run) -> list[int]:
@@ -121,7 +96,7 @@ def coordinator_crash(r: Run) -> None:
     r.event(f"kill -9 broker {victim} (the coordinator of {r.group})")
     try:
         r.event(f"coordinator of {r.group} now on broker {coordinator(r, timeout=30, not_on=victim)}")
-    except RuntimeError as exc:
+    except DevBrokerError as exc:
         r.notes.append(str(exc))
     r.sleep(max(0.0, 20 - (time.monotonic() - killed)))
     _restart(r, victim)

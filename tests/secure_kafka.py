@@ -80,6 +80,10 @@ class SecureKafka:
     def listener(self, name: str) -> str:
         return self.cluster.listener_bootstrap(name)
 
+    def node_listener(self, name: str, node_id: int) -> str:
+        """One node's address on the listener ``name`` (a bootstrap of one node)."""
+        return f"127.0.0.1:{self.cluster.node(node_id).listener_ports[name.upper()]}"
+
     def admin(self):
         from confluent_kafka.admin import AdminClient
 
@@ -89,7 +93,8 @@ class SecureKafka:
         from confluent_kafka.admin import NewTopic
 
         admin = self.admin()  # must outlive the future
-        admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[name].result(timeout=60)
+        rf = self.cluster.replication_factor
+        admin.create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)[name].result(timeout=60)
 
     def grant(self, principal: str, resource: str, name: str, *operations: str) -> None:
         """ALLOW ``operations`` (READ, DESCRIBE, ...) on a literal TOPIC/GROUP for ``principal``,
@@ -123,13 +128,14 @@ class SecureKafka:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_secure_kafka(directory: str | None = None, home: str | None = None) -> SecureKafka:
-    """Make the certificates, start the node (of the Kafka installation ``home``; None: the dev
-    broker's default), create the SCRAM users (raises DevBrokerError)."""
+def start_secure_kafka(directory: str | None = None, home: str | None = None, brokers: int = 1) -> SecureKafka:
+    """Make the certificates, start ``brokers`` nodes (of the Kafka installation ``home``; None:
+    the dev broker's default; each with every listener, PLAINTEXT between them), create the
+    SCRAM users (raises DevBrokerError)."""
     own = directory is None
     directory = directory or tempfile.mkdtemp(prefix="groupkafka-secure-")
     pki = make_pki(os.path.join(directory, "pki"))
-    cluster = KafkaCluster(1, config=_broker_config(pki), workdir=os.path.join(directory, "kafka"),
+    cluster = KafkaCluster(brokers, config=_broker_config(pki), workdir=os.path.join(directory, "kafka"),
                            extra_listeners=LISTENERS, home=home)
     try:
         cluster.start()

@@ -30,7 +30,7 @@ from ._client import (
     KafkaControl,
     MockControl,
 )
-from ._kafka import kafka_missing
+from ._kafka import group_coordinator, kafka_missing
 from ._server import BACKENDS, parse_topic_spec
 from .errors import DevBrokerError
 
@@ -42,6 +42,7 @@ __all__ = [
     "ExternalBroker",
     "KafkaControl",
     "MockControl",
+    "group_coordinator",
     "kafka_missing",
     "parse_topic_spec",
 ]

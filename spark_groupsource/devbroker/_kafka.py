@@ -197,6 +197,40 @@ def kafka_missing(home: str | None = None) -> str | None:
     return None
 
 
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units), as Kafka uses it to place a group."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def group_coordinator(bootstrap: str, group: str, timeout: float = 60.0, not_on: int | None = None) -> int:
+    """The node hosting ``group``'s coordinator on an Apache Kafka cluster: the leader of the
+    group's ``__consumer_offsets`` partition (Kafka's own placement, abs(hashCode(group)) %
+    partitions, which FindCoordinator answers too), read from Metadata until it has a leader
+    other than ``not_on``. The topic must exist (the first FindCoordinator creates it)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "socket.timeout.ms": 5000})
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            parts = admin.list_topics("__consumer_offsets", timeout=5).topics["__consumer_offsets"].partitions
+            if parts:
+                h = _java_hash(group)
+                leader = parts[0 if h == -(1 << 31) else abs(h) % len(parts)].leader  # Kafka's Utils.abs
+                if leader >= 0 and leader != not_on:
+                    return leader
+            last = "the group's __consumer_offsets partition has no leader" if parts else "no __consumer_offsets"
+        except Exception as exc:  # noqa: BLE001 - asked again until the deadline
+            last = repr(exc)
+        time.sleep(0.5)
+    raise DevBrokerError(f"no coordinator of group {group} found within {timeout:.0f}s: {last}")
+
+
 #: A line of a node's output that says why it stopped (the JVM prints the cause before the
 #: last line, "Exiting Kafka due to fatal exception during startup").
 _CAUSE = re.compile(r"(Caused by: )?[\w.$]+(Exception|Error): ")

@@ -127,9 +127,9 @@ def groups_command(bootstrap: str, group: str, topic: str, options: dict[str, st
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def wait_group_committed(sk: SecureKafka, group: str, topic: str, want: dict[int, int]) -> None:
+def wait_group_committed(sk: SecureKafka, group: str, topic: str, want: dict[int, int], timeout: float = 60) -> None:
     wait_until(lambda: committed_offsets(sk.admin_bootstrap, group, topic, sorted(want)) == want,
-               timeout=60, interval=0.3, message=f"group {group} to commit {want}")
+               timeout=timeout, interval=0.3, message=f"group {group} to commit {want}")
 
 
 def ends(records) -> dict[int, int]:
