@@ -10,10 +10,16 @@ In this one process, on the same topic, best of ``--rounds``:
                       fetchers' own configuration (the Arrow batches built and dropped), on
                       the pure-Python path (confluent-kafka's Consumer) and the native one;
   + Arrow IPC:        the same, each batch also written as an Arrow IPC stream (what Spark's
-                      Python worker does with it before the JVM sees it).
+                      Python worker does with it before the JVM sees it);
+  --compare K=V:      the native read_partition again with these options on top (repeatable),
+                      in the same rounds: an A/B of a fetch setting.
+
+Besides this process's CPU, the broker's (its process tree) per million records read: what a
+fetch setting costs the cluster.
 
     python bench/fetch_cpu.py [--records 1000000] [--value-size 100] [--compression none]
                               [--partitions 8] [--rounds 3] [--profile] [--backend kafka]
+                              [--range-size 31250] [--option K=V ...] [--compare K=V ...]
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ import pyarrow as pa
 from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import count_only, load_average, per_million, produce  # noqa: E402
+from _common import count_only, load_average, per_million, produce, tree_cpu_seconds  # noqa: E402
 
-from spark_groupsource.config import fetcher_config, parse_stream_options  # noqa: E402
+from spark_groupsource.config import fetcher_config, parse_stream_options, prefetch_adapts  # noqa: E402
 from spark_groupsource.devbroker import DevBroker, kafka_missing  # noqa: E402
 from spark_groupsource.executor import fetch as fetch_module  # noqa: E402
 from spark_groupsource.executor.fetch import read_partition  # noqa: E402
@@ -57,7 +63,7 @@ def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_siz
         for batch in read_partition(config, [rng], include_headers=False, fail_on_data_loss=True,
                                     max_records_per_batch=opts.max_records_per_arrow_batch,
                                     max_bytes_per_batch=opts.max_bytes_per_arrow_batch, poll_timeout_ms=60_000,
-                                    fetcher=fetcher):
+                                    fetcher=fetcher, adapt_prefetch=prefetch_adapts(opts)):
             got += batch.num_rows
             if sink is not None:
                 writer = writer or pa.ipc.new_stream(sink, batch.schema)
@@ -66,6 +72,11 @@ def fetch(bootstrap: str, topic: str, ends: dict[int, int], ipc: bool, range_siz
             writer.close()
             sink = pa.BufferOutputStream()
     return got
+
+
+def broker_cpu(broker: DevBroker) -> float:
+    """CPU-seconds of the dev broker's process tree (0 for a broker without a process here)."""
+    return tree_cpu_seconds(broker.pid) if broker.pid else 0.0
 
 
 def main(argv=None) -> int:
@@ -79,6 +90,8 @@ def main(argv=None) -> int:
                     help="offsets per task (default: throughput.py's maxOffsetsPerTrigger over 8 partitions)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="a groupkafka option for the fetchers, e.g. kafka.queued.min.messages=20000")
+    ap.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                    help="also the native read_partition with this option on top (repeatable)")
     ap.add_argument("--profile", action="store_true", help="cProfile one read_partition pass; print the top 25")
     ap.add_argument("--backend", default="kafka", choices=["kafka", "mock"])
     args = ap.parse_args(argv)
@@ -100,17 +113,22 @@ def main(argv=None) -> int:
                        broker.bootstrap, topic, ends, False, args.range_size, options, "native"),
                    "read_partition, native -> Arrow + IPC stream": lambda: fetch(
                        broker.bootstrap, topic, ends, True, args.range_size, options, "native")}
-        best: dict[str, tuple[float, float]] = {}
+        if args.compare:
+            compared = {**options, **dict(o.split("=", 1) for o in args.compare)}
+            readers["read_partition, native, --compare"] = lambda: fetch(
+                broker.bootstrap, topic, ends, False, args.range_size, compared, "native")
+        best: dict[str, tuple[float, float, float]] = {}
         loads = []
         for _ in range(args.rounds):
             for label, run in readers.items():
                 loads.append(load_average())
-                c0, t0 = _cpu(), time.perf_counter()
+                fetch_module._POOL.clear()  # each reader's fetchers its own
+                c0, b0, t0 = _cpu(), broker_cpu(broker), time.perf_counter()
                 got = run()
-                cpu, wall = _cpu() - c0, time.perf_counter() - t0
+                cpu, bcpu, wall = _cpu() - c0, broker_cpu(broker) - b0, time.perf_counter() - t0
                 assert got == n, f"{label} read {got} of {n}"
-                old = best.get(label, (1e9, 1e9))
-                best[label] = (min(old[0], cpu), min(old[1], wall))
+                old = best.get(label, (1e9, 1e9, 1e9))
+                best[label] = (min(old[0], cpu), min(old[1], bcpu), min(old[2], wall))
         if args.profile:
             prof = cProfile.Profile()
             prof.runcall(fetch, broker.bootstrap, topic, ends, False, args.range_size, options)
@@ -118,9 +136,11 @@ def main(argv=None) -> int:
         fetch_module._POOL.clear()  # before the broker stops: pooled fetchers would retry it
     print(f"{n:,} records x {args.value_size} B, {args.compression}, {args.partitions} partitions on {args.backend}; "
           f"best of {args.rounds}; load (1/5/15 min) from {loads[0]} to {load_average()}")
-    print(f"  {'reader':<46}{'CPU-s/M rec':>12}{'wall s':>9}")
-    for label, (cpu, wall) in best.items():
-        print(f"  {label:<46}{per_million(cpu, n):>12.2f}{wall:>9.2f}")
+    if args.compare:
+        print(f"  --compare: {' '.join(args.compare)}")
+    print(f"  {'reader':<46}{'CPU-s/M rec':>12}{'broker/M':>10}{'wall s':>9}")
+    for label, (cpu, bcpu, wall) in best.items():
+        print(f"  {label:<46}{per_million(cpu, n):>12.2f}{per_million(bcpu, n):>10.2f}{wall:>9.2f}")
     return 0
 
 

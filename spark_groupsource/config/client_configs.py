@@ -63,7 +63,8 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     # max.partition.fetch.bytes stays librdkafka's 1 MiB: 8 MiB read 30,000 x 10 KB faster in
     # bench/fetch_cpu.py (1.01 -> 0.72 s) but not inside Spark (bench/steady_state.py, 10 KB,
     # 2026-11-26, load 14-20: 14,200 marginal records/s with 8 MiB and this backoff against
-    # 17,200 with librdkafka's defaults for both; Spark's source 37,700), so it was not kept.
+    # 17,200 with librdkafka's defaults for both; Spark's source 37,700), so it was not kept
+    # here; a task of long ranges, with a 16 MiB prefetch, fetches 8 MiB (executor/prefetch.py).
     #
     # librdkafka prefetches a partition until its queue holds queued.min.messages (100,000) or
     # queued.max.messages.kbytes (64 MiB), and decodes (decompresses, parses) every fetched

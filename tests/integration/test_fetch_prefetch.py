@@ -86,13 +86,15 @@ def test_large_records_are_fetched_ahead_only_up_to_the_byte_bound(kafka_broker:
 
 
 def test_a_long_ranges_fetcher_fetches_ahead_up_to_its_deeper_bound(kafka_broker: Any, unique_name: Any) -> None:
-    """The depth a task of long ranges gets (spark_groupsource/executor/prefetch.py) is what
-    librdkafka then holds: more than the 4 MiB bound lets through, at most 16 MiB and a fetch."""
-    from spark_groupsource.executor.prefetch import LONG_RANGE_PREFETCH_KBYTES
+    """The depth and fetch size a task of long ranges gets (spark_groupsource/executor/prefetch.py)
+    are what librdkafka then holds: more than the 4 MiB bound lets through, at most 16 MiB and
+    one 8 MiB fetch."""
+    from spark_groupsource.executor.prefetch import LONG_RANGE_FETCH_BYTES, LONG_RANGE_PREFETCH_KBYTES
 
-    topic = _topic_of(kafka_broker, unique_name, 30_000, b"x" * 1000)
+    topic = _topic_of(kafka_broker, unique_name, 40_000, b"x" * 1000)
     fetched = _fetched_ahead(kafka_broker.bootstrap, topic,
-                             **{"kafka.queued.max.messages.kbytes": str(LONG_RANGE_PREFETCH_KBYTES)})
-    # 16 MiB of 1 KB records is 16,777 plus a fetch in flight (about 1,000)
-    assert fetched < 19_500, fetched
+                             **{"kafka.queued.max.messages.kbytes": str(LONG_RANGE_PREFETCH_KBYTES),
+                                "kafka.max.partition.fetch.bytes": str(LONG_RANGE_FETCH_BYTES)})
+    # 16 MiB of 1 KB records is 16,777, plus a fetch in flight (8 MiB, about 8,400)
+    assert fetched < 27_500, fetched
     assert fetched > 9_000, fetched

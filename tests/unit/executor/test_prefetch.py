@@ -5,10 +5,11 @@ setting; and the fetcher's window of partitions ahead shrinks to keep its memory
 from __future__ import annotations
 
 from spark_groupsource.config import parse_stream_options, prefetch_adapts
-from spark_groupsource.config.client_configs import PREFETCH_KBYTES
+from spark_groupsource.config.client_configs import PREFETCH_KBYTES, PREFETCH_RECORDS
 from spark_groupsource.executor.fetch import _AHEAD_PARTITIONS, _Ahead
 from spark_groupsource.executor.prefetch import (
     LONG_RANGE_BYTES,
+    LONG_RANGE_FETCH_BYTES,
     LONG_RANGE_PREFETCH_KBYTES,
     RecordSizes,
     prefetch_config,
@@ -16,7 +17,8 @@ from spark_groupsource.executor.prefetch import (
 from spark_groupsource.ranges import OffsetRange
 
 KEY = "queued.max.messages.kbytes"
-BASE = {"bootstrap.servers": "b:9092", KEY: PREFETCH_KBYTES}
+FETCH = "max.partition.fetch.bytes"
+BASE = {"bootstrap.servers": "b:9092", KEY: PREFETCH_KBYTES, "queued.min.messages": PREFETCH_RECORDS}
 
 
 def sizes(**per_topic: float) -> RecordSizes:
@@ -30,10 +32,34 @@ def long_range(topic: str = "t", partition: int = 0, per_record: float = 1000.0)
     return OffsetRange(topic, partition, 0, int(LONG_RANGE_BYTES // per_record) + 1)
 
 
-def test_a_task_of_long_ranges_prefetches_deeper() -> None:
+def test_a_task_of_long_ranges_prefetches_deeper_in_larger_fetches() -> None:
     got = prefetch_config(BASE, [long_range(), long_range(partition=1)], sizes(t=1000.0), adapt=True)
-    assert got == {**BASE, KEY: LONG_RANGE_PREFETCH_KBYTES}
-    assert BASE[KEY] == PREFETCH_KBYTES  # the task's config is a copy
+    assert got == {**BASE, KEY: LONG_RANGE_PREFETCH_KBYTES, FETCH: LONG_RANGE_FETCH_BYTES}
+    assert BASE[KEY] == PREFETCH_KBYTES and FETCH not in BASE  # the task's config is a copy
+    assert LONG_RANGE_FETCH_BYTES < LONG_RANGE_PREFETCH_KBYTES * 1024  # a fetch fits the queue
+
+
+def test_small_records_keep_the_fetch_size_where_the_record_bound_stops_the_prefetch() -> None:
+    """20,000 records of 100 B are 2 MB, far below the 16 MiB queue: a larger fetch would
+    only decode more past a range's end (measured: 100 B lz4 slower with 8 MiB fetches)."""
+    small = prefetch_config(BASE, [long_range(per_record=100.0)], sizes(t=100.0), adapt=True)
+    assert small == {**BASE, KEY: LONG_RANGE_PREFETCH_KBYTES}
+    assert 838 < LONG_RANGE_PREFETCH_KBYTES * 1024 / PREFETCH_RECORDS < 839  # the edge
+    assert FETCH in prefetch_config(BASE, [long_range(per_record=839.0)], sizes(t=839.0), adapt=True)
+    assert FETCH not in prefetch_config(BASE, [long_range(per_record=838.0)], sizes(t=838.0), adapt=True)
+    mixed = prefetch_config(BASE, [long_range(), long_range("u", per_record=100.0)], sizes(t=1000.0, u=100.0),
+                            adapt=True)
+    assert FETCH not in mixed  # the smallest records decide
+
+
+def test_the_users_own_fetch_size_is_never_changed() -> None:
+    for key in (FETCH, "fetch.message.max.bytes"):  # librdkafka's name and its alias
+        own = {**BASE, key: 1 << 20}
+        got = prefetch_config(own, [long_range()], sizes(t=1000.0), adapt=True)
+        assert got == {**own, KEY: LONG_RANGE_PREFETCH_KBYTES}
+    small = {**BASE, "fetch.max.bytes": 2 << 20}  # a whole Fetch response's bound
+    got = prefetch_config(small, [long_range()], sizes(t=1000.0), adapt=True)
+    assert got[FETCH] == 2 << 20
 
 
 def test_one_short_range_keeps_the_task_at_the_bounded_prefetch() -> None:
