@@ -149,6 +149,24 @@ def start_secure_kafka(directory: str | None = None, home: str | None = None, br
     return sk
 
 
+def start_or_skip(home: str | None = None, brokers: int = 1) -> SecureKafka:
+    """:func:`start_secure_kafka` for a test fixture: skips where no Kafka can run here or tests
+    point elsewhere (GROUPKAFKA_TEST_BOOTSTRAP), fails the test if the nodes do not start."""
+    import pytest
+
+    from spark_groupsource.devbroker import DevBrokerError, kafka_missing
+
+    missing = kafka_missing(home)
+    if missing:
+        pytest.skip(f"no Apache Kafka for a secured cluster of {brokers}: {missing}")
+    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP", "").strip():
+        pytest.skip("needs the embedded kafka broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
+    try:
+        return start_secure_kafka(home=home, brokers=brokers)
+    except DevBrokerError as exc:
+        pytest.fail(f"cannot start the secured Kafka cluster of {brokers}: {exc}", pytrace=False)
+
+
 def _create_scram_users(sk: SecureKafka) -> None:
     from confluent_kafka.admin import (
         ScramCredentialInfo,
@@ -164,4 +182,4 @@ def _create_scram_users(sk: SecureKafka) -> None:
             fut.result(timeout=60)
 
 
-__all__ = ["PASSWORDS", "STORE_PASSWORD", "SecureKafka", "jaas", "start_secure_kafka"]
+__all__ = ["PASSWORDS", "STORE_PASSWORD", "SecureKafka", "jaas", "start_or_skip", "start_secure_kafka"]

@@ -89,7 +89,10 @@ def test_a_long_ranges_fetcher_fetches_ahead_up_to_its_deeper_bound(kafka_broker
     """The depth and fetch size a task of long ranges gets (spark_groupsource/executor/prefetch.py)
     are what librdkafka then holds: more than the 4 MiB bound lets through, at most 16 MiB and
     one 8 MiB fetch."""
-    from spark_groupsource.executor.prefetch import LONG_RANGE_FETCH_BYTES, LONG_RANGE_PREFETCH_KBYTES
+    from spark_groupsource.executor.prefetch import (
+        LONG_RANGE_FETCH_BYTES,
+        LONG_RANGE_PREFETCH_KBYTES,
+    )
 
     topic = _topic_of(kafka_broker, unique_name, 40_000, b"x" * 1000)
     fetched = _fetched_ahead(kafka_broker.bootstrap, topic,

@@ -12,13 +12,12 @@ coordinator and the fetchers the new leaders, logging in again, and nothing is l
 from __future__ import annotations
 
 import json
-import os
 import signal
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from secure_kafka import SecureKafka, jaas, start_secure_kafka
+from secure_kafka import SecureKafka, jaas, start_or_skip
 from test_security_kafka import (
     CONSUMER_PROTOCOL,
     GROUP_TIMEOUTS,
@@ -33,7 +32,7 @@ from test_stream_support import assert_exactly, produce, stop, table_name, to_me
 
 from helpers import committed_offsets, wait_until
 from spark_groupsource.backfill import BackfillPlan
-from spark_groupsource.devbroker import DevBrokerError, group_coordinator, kafka_missing
+from spark_groupsource.devbroker import group_coordinator
 from tlsfiles import STORE_PASSWORD
 
 pytestmark = pytest.mark.integration
@@ -47,15 +46,7 @@ BOOTSTRAP_NODE = 1
 
 @pytest.fixture(scope="module")
 def cluster3() -> Iterator[SecureKafka]:
-    missing = kafka_missing()
-    if missing:
-        pytest.skip(f"no Apache Kafka for a secured 3-node cluster: {missing}")
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP", "").strip():
-        pytest.skip("needs the embedded kafka broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    try:
-        sk = start_secure_kafka(brokers=NODES)
-    except DevBrokerError as exc:
-        pytest.fail(f"cannot start the secured 3-node Kafka cluster: {exc}", pytrace=False)
+    sk = start_or_skip(brokers=NODES)
     try:
         _create_offsets_topic(sk)
         yield sk

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from secure_kafka import PASSWORDS, SecureKafka, jaas, start_secure_kafka
+from secure_kafka import PASSWORDS, SecureKafka, jaas, start_or_skip
 from test_stream_support import (
     assert_exactly,
     process_all,
@@ -36,7 +36,6 @@ from test_stream_support import (
 
 from helpers import committed_offsets, wait_until
 from spark_groupsource.backfill import BackfillPlan
-from spark_groupsource.devbroker import DevBrokerError, kafka_missing
 from spark_groupsource.errors import AuthorizationError
 from tlsfiles import KEY_PASSWORD, STORE_PASSWORD
 
@@ -58,15 +57,7 @@ def group_timeouts(options: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def secure(kafka_home_param: str | None) -> Iterator[SecureKafka]:
     """The secured node: the main Kafka, and the second version for tests marked ``compat``."""
-    missing = kafka_missing(kafka_home_param)
-    if missing:
-        pytest.skip(f"no Apache Kafka for the kafka backend: {missing}")
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP", "").strip():
-        pytest.skip("needs the embedded kafka broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    try:
-        sk = start_secure_kafka(home=kafka_home_param)
-    except DevBrokerError as exc:
-        pytest.fail(f"cannot start the secured Kafka node: {exc}", pytrace=False)
+    sk = start_or_skip(home=kafka_home_param)
     yield sk
     sk.close()
 
