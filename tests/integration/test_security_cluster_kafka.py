@@ -55,12 +55,21 @@ def cluster3() -> Iterator[SecureKafka]:
 
 
 def _create_offsets_topic(sk: SecureKafka) -> None:
-    """The first FindCoordinator creates ``__consumer_offsets``; group placement is read from it."""
-    from confluent_kafka import Consumer, TopicPartition
+    """The first FindCoordinator creates ``__consumer_offsets``; group placement is read from it.
+    Until the new topic's partitions are loaded the OffsetFetch is answered NOT_COORDINATOR (or
+    COORDINATOR_LOAD_IN_PROGRESS), which ``committed()`` does not retry: asked again."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": sk.admin_bootstrap, "group.id": "warm-up", "log_level": 0})
+
+    def answered() -> bool:
+        try:
+            return bool(c.committed([TopicPartition("warm-up", 0)], timeout=10))
+        except KafkaException as exc:
+            raise AssertionError(str(exc)) from exc  # wait_until asks again, and reports the last
+
     try:
-        c.committed([TopicPartition("warm-up", 0)], timeout=60)
+        wait_until(answered, timeout=90, interval=0.5, message="an OffsetFetch answered")
     finally:
         c.close()
 
