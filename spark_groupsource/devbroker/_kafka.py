@@ -206,6 +206,13 @@ def _java_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def group_partition(group: str, partitions: int) -> int:
+    """The ``__consumer_offsets`` partition Kafka places ``group`` on (its coordinator leads it):
+    abs(hashCode(group)) % partitions, Kafka's Utils.abs taking MIN_VALUE to 0."""
+    h = _java_hash(group)
+    return 0 if h == -(1 << 31) else abs(h) % partitions
+
+
 def group_coordinator(bootstrap: str, group: str, timeout: float = 60.0, not_on: int | None = None) -> int:
     """The node hosting ``group``'s coordinator on an Apache Kafka cluster: the leader of the
     group's ``__consumer_offsets`` partition (Kafka's own placement, abs(hashCode(group)) %
@@ -220,8 +227,7 @@ def group_coordinator(bootstrap: str, group: str, timeout: float = 60.0, not_on:
         try:
             parts = admin.list_topics("__consumer_offsets", timeout=5).topics["__consumer_offsets"].partitions
             if parts:
-                h = _java_hash(group)
-                leader = parts[0 if h == -(1 << 31) else abs(h) % len(parts)].leader  # Kafka's Utils.abs
+                leader = parts[group_partition(group, len(parts))].leader
                 if leader >= 0 and leader != not_on:
                     return leader
             last = "the group's __consumer_offsets partition has no leader" if parts else "no __consumer_offsets"
