@@ -241,6 +241,14 @@ def consume_all(
         consumer.close()
 
 
+def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    """Partition -> the node leading it now (Metadata; -1 while it has no leader)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(topic, timeout=10)
+    return {p: m.leader for p, m in md.topics[topic].partitions.items()}
+
+
 def committed_offsets(
     bootstrap: str,
     group: str,

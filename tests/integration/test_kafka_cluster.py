@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from assignment.model import TopicPartition
-from helpers import produce_keyed
+from helpers import partition_leaders, produce_keyed
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +40,6 @@ def cluster() -> Any:
         b.stop()
 
 
-def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(topic, timeout=10)
-    return {p: m.leader for p, m in md.topics[topic].partitions.items()}
-
-
 def within(t0: float) -> str:
     return f"{time.monotonic() - t0:.0f}s"
 
@@ -62,7 +55,7 @@ def test_offsets_readable_again_after_the_leader_crashes_and_returns(cluster, un
                           policy=RetryPolicy(num_retries=0, request_timeout_ms=3000))
     try:
         assert set(reader.try_watermarks(parts).found) == set(parts)  # the client knows every leader
-        victim = Counter(_leaders(cluster.bootstrap, topic).values()).most_common(1)[0][0]
+        victim = Counter(partition_leaders(cluster.bootstrap, topic).values()).most_common(1)[0][0]
         cluster.kafka.kill_node(victim)
         t0 = time.monotonic()
 

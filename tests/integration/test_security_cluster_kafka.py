@@ -30,7 +30,7 @@ from test_security_kafka import (
 )
 from test_stream_support import assert_exactly, produce, stop, table_name, to_memory, wait_rows
 
-from helpers import committed_offsets, wait_until
+from helpers import committed_offsets, partition_leaders, wait_until
 from spark_groupsource.backfill import BackfillPlan
 from spark_groupsource.devbroker import group_coordinator
 from tlsfiles import STORE_PASSWORD
@@ -82,16 +82,11 @@ def scram_options(sk: SecureKafka, bootstrap: str) -> tuple[dict[str, str], list
             "kafka.ssl.truststore.type": "PKCS12"}, [line, STORE_PASSWORD]
 
 
-def leaders(sk: SecureKafka, topic: str) -> dict[int, int]:
-    md = sk.admin().list_topics(topic, timeout=10)
-    return {p: m.leader for p, m in md.topics[topic].partitions.items()}
-
-
 def spread_topic(sk: SecureKafka, topic: str) -> None:
     """A topic whose partitions have leaders on every node (Kafka places them round-robin)."""
     sk.create_topic(topic, PARTITIONS)
-    wait_until(lambda: set(leaders(sk, topic).values()) == set(range(1, NODES + 1)), timeout=30, interval=0.3,
-               message=f"leaders of {topic} on all {NODES} nodes")
+    wait_until(lambda: set(partition_leaders(sk.admin_bootstrap, topic).values()) == set(range(1, NODES + 1)),
+               timeout=30, interval=0.3, message=f"leaders of {topic} on all {NODES} nodes")
 
 
 def group_away_from(sk: SecureKafka, base: str, node_id: int) -> str:
@@ -168,7 +163,7 @@ def test_a_secured_stream_rides_through_a_crash_of_its_coordinators_node(
         wait_rows(spark, name, len(records), query=query)
         wait_group_committed(sk, group, topic, ends(records), timeout=60)
         victim = group_coordinator(sk.admin_bootstrap, group)
-        led = Counter(leaders(sk, topic).values())[victim]
+        led = Counter(partition_leaders(sk.admin_bootstrap, topic).values())[victim]
         sk.cluster.signal_node(victim, signal.SIGKILL)
         records += produce(sk.admin_bootstrap, topic, 60, PARTITIONS, start=60, timeout=120)
         moved_to = group_coordinator(sk.admin_bootstrap, group, timeout=60, not_on=victim)
