@@ -30,6 +30,8 @@ MEMBER_OPTIONS = {
     "kafka.request.timeout.ms": "5000",
 }
 SESSION_S = 6.0
+#: Seconds a chaos scenario's Kafka cluster may take to start (DevBroker default: 120).
+CHAOS_BROKER_START_S = 300.0
 #: The same for a KIP-848 member (``--protocol consumer``): the broker owns the session and
 #: heartbeat (set on the mock cluster to the classic values, see :class:`Run`), there is no
 #: leader or SyncGroup; a revocation may take up to 60 s (the rebalance timeout).
@@ -115,7 +117,10 @@ class Run:
         self.topic = f"chaos-{name}"
         self.group = f"chaos-{name}-g"
         if backend == "kafka":
-            self.broker = DevBroker("kafka", brokers=brokers or 1, broker_config=kafka_broker_config(protocol)).start()
+            # The suites run beside other work: at load ~38 on 2 cores three 3-node starts took
+            # over 120 s. A slow start is the machine's, not a fault of the product under test.
+            self.broker = DevBroker("kafka", brokers=brokers or 1, broker_config=kafka_broker_config(protocol),
+                                    startup_timeout=CHAOS_BROKER_START_S).start()
         else:
             self.broker = DevBroker("mock", brokers=brokers or 3).start()
             if protocol == "consumer":  # the broker-owned session of KIP-848 groups, as the classic one

@@ -34,6 +34,12 @@ from .errors import DevBrokerError
 #: Kafka: rebalances do not wait on the session timeout; 6 s detects a dead member quickly.
 RECOMMENDED_SESSION_TIMEOUT_MS = {"mock": 3000, "kafka": 6000, "tansu": 6000, "external": 10000}
 
+#: How long a kafka host may take, after its own start-up time ran out, to stop the nodes it
+#: started and keep their logs before it reports why (``KafkaCluster._discard_nodes``: 20 s).
+_KAFKA_CLEANUP_S = 45.0
+#: How the hosting process's timed steps start in its log (``_server._LogFileHandler``).
+_STEP_PREFIX = "devbroker "
+
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -125,6 +131,8 @@ class DevBroker:
         ]
         if self.port is not None:
             cmd += ["--port", str(self.port)]
+        if self.backend == "kafka":
+            cmd += ["--startup-timeout", str(self.startup_timeout)]
         for key, value in self.broker_config.items():
             cmd += ["--broker-config", f"{key}={value}"]
         if self.kafka_home is not None:
@@ -144,7 +152,9 @@ class DevBroker:
         )
         self._buf = b""
         try:
-            line = self._readline(self.startup_timeout)
+            # A kafka host keeps to startup_timeout itself and then says why; the margin covers
+            # its clean-up (stopping the nodes, keeping their logs) so that its reason arrives.
+            line = self._readline(self.startup_timeout + (_KAFKA_CLEANUP_S if self.backend == "kafka" else 0))
         except DevBrokerError:
             self._kill()
             raise
@@ -300,9 +310,7 @@ class DevBroker:
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise DevBrokerError(
-                    f"{self.backend} broker did not answer within {timeout:.0f}s; log: {self.log_path}"
-                )
+                raise DevBrokerError(self._timeout_message(timeout))
             ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
             if not ready:
                 continue
@@ -314,11 +322,22 @@ class DevBroker:
         line, self._buf = self._buf.split(b"\n", 1)
         return line.decode().strip()
 
+    def _timeout_message(self, timeout: float) -> str:
+        """The hosting process's last log lines go into the error: the log itself is an unlinked
+        file that is gone once this broker is stopped, which is what a caller does next."""
+        lines = [ln.rstrip() for ln in self.log_tail(3000).splitlines() if ln.strip()][-12:]
+        tail = "; its log ends:\n  " + "\n  ".join(lines) if lines else "; its log is empty"
+        return f"{self.backend} broker did not answer within {timeout:.0f}s{tail}"
+
     def _startup_or_death_message(self) -> str:
         if not self.bootstrap:
-            for ln in reversed(self.log_tail(4000).splitlines()):
+            lines = self.log_tail(4000).splitlines()
+            for ln in reversed(lines):
                 if ln.startswith("devbroker: error: "):
-                    return ln[len("devbroker: error: ") :].strip()
+                    # the host's timed steps say where a failed start spent its time
+                    steps = [s.strip() for s in lines if s.startswith(_STEP_PREFIX)][-8:]
+                    where = "; its steps:\n  " + "\n  ".join(steps) if steps else ""
+                    return ln[len("devbroker: error: ") :].strip() + where
         return self._death_message()
 
 

@@ -402,38 +402,59 @@ class KafkaCluster:
             "-cp", self.dist.classpath, *main,
         ]
 
-    def _format(self, node: KafkaNode, props: str) -> None:
+    def _format(self, node: KafkaNode, props: str, timeout: float) -> None:
         if os.path.exists(os.path.join(node.workdir, "data", "meta.properties")):
             return
         cmd = self._jvm(node, ["kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", props],
                         "-Xmx256m")
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout), check=False)
+        except subprocess.TimeoutExpired:
+            raise DevBrokerError(f"kafka storage format of node {node.node_id} did not finish within "
+                                 f"{timeout:.0f}s (a loaded machine?)") from None
         if out.returncode != 0:
             tail = (out.stderr or out.stdout).strip().splitlines()[-3:]
             raise DevBrokerError(f"kafka storage format of node {node.node_id} failed: {' | '.join(tail)}")
         node.metadata_version = formatted_metadata_version(out.stdout)
 
-    def start(self, timeout: float = 90.0, port: int | None = None) -> None:
+    def _format_all(self, deadline: float) -> None:
+        """Format every node's storage, all at once: each is a JVM start (seconds, far more on a
+        loaded machine), and one after the other they ate most of a start's time budget."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        log.info("kafka: formatting the storage of %d node(s)", len(self.nodes))
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
+            futures = [pool.submit(self._format, node, self._write_config(node), deadline - started)
+                       for node in self.nodes]
+            for future in futures:
+                future.result()
+        log.info("kafka: storage formatted in %.1fs", time.monotonic() - started)
+
+    def start(self, timeout: float = 120.0, port: int | None = None) -> None:
         """Format and start every node (the first on ``port`` if given); return when all of them
-        serve Metadata. A node that dies while the new cluster starts (a port taken between
-        choosing and binding it, seen once in CI) gets the whole cluster started again on fresh
-        ports, up to ``_START_ATTEMPTS`` times; the dead node's logs are kept and named."""
+        serve Metadata, within ``timeout`` seconds for the whole of it. A node that dies while the
+        new cluster starts (a port taken between choosing and binding it, seen once in CI) gets
+        the whole cluster started again on fresh ports, up to ``_START_ATTEMPTS`` times within the
+        same time; the dead node's logs are kept and named. Each step is logged with its time."""
+        deadline = time.monotonic() + timeout
         attempts = 1 if port is not None else _START_ATTEMPTS
         for attempt in range(1, attempts + 1):
             self._allocate(port)
             try:
-                for node in self.nodes:
-                    self._format(node, self._write_config(node))
+                self._format_all(deadline)
                 for node in self.nodes:
                     self.start_node(node.node_id, wait=False)
-                self.wait_ready(timeout)
+                    log.info("kafka: node %d started (pid %s, port %d)", node.node_id, node.pid, node.port)
+                self.wait_ready(max(1.0, deadline - time.monotonic()))
+                log.info("kafka: %d node(s) serve Metadata", len(self.nodes))
                 return
             except DevBrokerError as exc:
                 died = self.died()
                 kept = self._keep_logs()
                 self._discard_nodes()
                 where = f"; the nodes' logs are kept in {kept}" if kept else ""
-                if died is None or attempt == attempts:
+                if died is None or attempt == attempts or time.monotonic() >= deadline:
                     raise DevBrokerError(f"{exc}{where}") from exc
                 log.warning("kafka cluster start, attempt %d of %d: %s%s; starting again on fresh "
                             "ports", attempt, attempts, died, where)
@@ -489,11 +510,13 @@ class KafkaCluster:
         """Until each node answers Metadata listing every running node (the cluster is formed)."""
         from confluent_kafka.admin import AdminClient
 
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         for node in nodes or self.nodes:
             admin = AdminClient({"bootstrap.servers": node.address, "log_level": 0,
                                  "socket.timeout.ms": 5000})
             last = ""
+            next_report = time.monotonic() + 15.0
             while True:
                 reason = self.node_died(node)
                 if reason:
@@ -506,9 +529,13 @@ class KafkaCluster:
                     last = f"metadata lists brokers {sorted(md.brokers)} of {sorted(running)}"
                 except Exception as exc:
                     last = str(exc)
-                if time.monotonic() > deadline:
-                    raise DevBrokerError(f"kafka node {node.node_id} not ready after {timeout:.0f}s "
+                now = time.monotonic()
+                if now > deadline:
+                    raise DevBrokerError(f"kafka node {node.node_id} not ready after {now - started:.0f}s "
                                          f"({last}); see {node.log_path}")
+                if now > next_report:  # a slow start says what it waits for while it waits
+                    log.info("kafka: node %d not ready after %.0fs: %s", node.node_id, now - started, last)
+                    next_report = now + 15.0
                 time.sleep(0.2)
 
     # -- faults ---------------------------------------------------------------------------------

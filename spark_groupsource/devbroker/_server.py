@@ -178,15 +178,19 @@ def anonymous_log(prefix: str) -> int:
 
 
 class _LogFileHandler(logging.Handler):
-    """Writes log records to the dev broker's log file (binary, unbuffered)."""
+    """Writes log records to the dev broker's log file (binary, unbuffered), after ``prefix``
+    (and the time, with ``timed``: a slow start shows where it spent its time)."""
 
-    def __init__(self, log: IO[bytes]):
+    def __init__(self, log: IO[bytes], prefix: str = "devbroker admin client: ", timed: bool = False):
         super().__init__()
         self._log = log
+        self._prefix = prefix
+        self._timed = timed
 
     def emit(self, record: logging.LogRecord) -> None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created)) + " " if self._timed else ""
         with contextlib.suppress(ValueError, OSError):  # the log closed during shutdown
-            self._log.write(f"devbroker admin client: {record.getMessage()}\n".encode())
+            self._log.write(f"{self._prefix}{stamp}{record.getMessage()}\n".encode())
 
 
 def _new_admin(bootstrap: str, log: IO[bytes] | None = None) -> Any:
@@ -421,17 +425,19 @@ class KafkaHost(_Host):
     backend = "kafka"
 
     def __init__(self, brokers: int, initial_rebalance_delay_ms: int, config: dict[str, str],
-                 port: int | None = None, home: str | None = None, log: IO[bytes] | None = None):
+                 port: int | None = None, home: str | None = None, log: IO[bytes] | None = None,
+                 startup_timeout: float = 120.0):
         from ._kafka import KafkaCluster
 
         self.cluster = KafkaCluster(brokers, config, initial_rebalance_delay_ms, home=home)
         self.port = port
+        self.startup_timeout = startup_timeout
         self.log = log
         self._admin: Any = None
 
     def start(self) -> None:
         try:
-            self.cluster.start(port=self.port)
+            self.cluster.start(timeout=self.startup_timeout, port=self.port)
         except BaseException:
             self.cluster.close()
             raise
@@ -541,6 +547,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-file",
         help="append broker logs to this file, or '-' for stderr (default: an unlinked temp file)",
     )
+    p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="kafka: give up when the cluster is not formatted, started and serving within this "
+             "time (default 120)",
+    )
     p.add_argument("--check", action="store_true", help="check which backends can be found")
     p.add_argument(
         "--optional",
@@ -639,11 +653,17 @@ class _Server:
     def start(self) -> None:
         a = self.args
         log = self._open_log()
+        # The hosts' own steps (which node formats, starts, is waited for) go to the log too.
+        steps = logging.getLogger("spark_groupsource.devbroker")
+        steps.handlers = [_LogFileHandler(log, "devbroker ", timed=True)]  # _client._STEP_PREFIX
+        steps.setLevel(logging.INFO)
+        steps.propagate = False
         if a.backend == "mock":
             self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms, log)
         elif a.backend == "kafka":
             self.host = KafkaHost(a.brokers, a.initial_rebalance_delay_ms,
-                                  parse_broker_config(a.broker_config), a.port, a.kafka_home, log)
+                                  parse_broker_config(a.broker_config), a.port, a.kafka_home, log,
+                                  startup_timeout=a.startup_timeout)
         else:
             self.host = TansuHost(a.port, log)
         self.host.start()
