@@ -18,6 +18,14 @@
  * go to Python (spark_groupsource/executor/native.py), which applies the same policies as the
  * pure-Python path.
  *
+ * Partitions are read with librdkafka's partition consumer (rd_kafka_consume_start_queue), not
+ * assign(): a handle without group.id has no consumer-group handler, and that handler is what
+ * a fetcher never needs and what hurts in an outage: while no broker is up it asks for a
+ * coordinator every 50 ms, and each ask cancels the broker's reconnect backoff. Measured on
+ * Kafka 4.0.1 (2026-11-28, one node stopped under an idle consumer, 10 s, debug=broker):
+ * with a group.id 205-222 connection attempts (rebootstrap on, and off in 2 of 5 runs), without
+ * one 36-42 with rebootstrap, 3 without; the Java consumer about 20.
+ *
  * One Fetcher is used by one task thread at a time (the pool hands it out); poll() releases
  * the GIL while it waits and copies.
  */
@@ -33,7 +41,6 @@ typedef struct rd_kafka_conf_s rd_kafka_conf_t;
 typedef struct rd_kafka_topic_s rd_kafka_topic_t;
 typedef struct rd_kafka_queue_s rd_kafka_queue_t;
 typedef struct rd_kafka_headers_s rd_kafka_headers_t;
-typedef struct rd_kafka_error_s rd_kafka_error_t;
 typedef int rd_kafka_resp_err_t;
 
 typedef struct rd_kafka_message_s {
@@ -48,27 +55,9 @@ typedef struct rd_kafka_message_s {
     void *_private;
 } rd_kafka_message_t;
 
-typedef struct rd_kafka_topic_partition_s {
-    char *topic;
-    int32_t partition;
-    int64_t offset;
-    void *metadata;
-    size_t metadata_size;
-    void *opaque;
-    rd_kafka_resp_err_t err;
-    void *_private;
-} rd_kafka_topic_partition_t;
-
-typedef struct rd_kafka_topic_partition_list_s {
-    int cnt;
-    int size;
-    rd_kafka_topic_partition_t *elems;
-} rd_kafka_topic_partition_list_t;
-
 #define RD_KAFKA_CONSUMER 1
 #define RD_KAFKA_CONF_OK 0
 #define RD_KAFKA_RESP_ERR__FATAL (-150)
-#define RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION (-190)
 
 static struct {
     int loaded;
@@ -78,9 +67,14 @@ static struct {
     void (*conf_destroy)(rd_kafka_conf_t *);
     rd_kafka_t *(*new_)(int, rd_kafka_conf_t *, char *, size_t);
     void (*destroy)(rd_kafka_t *);
-    rd_kafka_resp_err_t (*poll_set_consumer)(rd_kafka_t *);
-    rd_kafka_queue_t *(*queue_get_consumer)(rd_kafka_t *);
+    rd_kafka_queue_t *(*queue_get_main)(rd_kafka_t *);
+    rd_kafka_queue_t *(*queue_new)(rd_kafka_t *);
     void (*queue_destroy)(rd_kafka_queue_t *);
+    rd_kafka_topic_t *(*topic_new)(rd_kafka_t *, const char *, void *);
+    void (*topic_destroy)(rd_kafka_topic_t *);
+    int (*consume_start_queue)(rd_kafka_topic_t *, int32_t, int64_t, rd_kafka_queue_t *);
+    int (*consume_stop)(rd_kafka_topic_t *, int32_t);
+    rd_kafka_resp_err_t (*last_error)(void);
     ssize_t (*consume_batch_queue)(rd_kafka_queue_t *, int, rd_kafka_message_t **, size_t);
     void (*message_destroy)(rd_kafka_message_t *);
     int64_t (*message_timestamp)(const rd_kafka_message_t *, int *);
@@ -88,18 +82,6 @@ static struct {
     rd_kafka_resp_err_t (*header_get_all)(const rd_kafka_headers_t *, size_t, const char **,
                                           const void **, size_t *);
     const char *(*topic_name)(const rd_kafka_topic_t *);
-    rd_kafka_topic_partition_list_t *(*tpl_new)(int);
-    rd_kafka_topic_partition_t *(*tpl_add)(rd_kafka_topic_partition_list_t *, const char *, int32_t);
-    void (*tpl_destroy)(rd_kafka_topic_partition_list_t *);
-    rd_kafka_resp_err_t (*assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
-    rd_kafka_error_t *(*incremental_assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
-    rd_kafka_error_t *(*incremental_unassign)(rd_kafka_t *,
-                                              const rd_kafka_topic_partition_list_t *);
-    rd_kafka_resp_err_t (*error_code)(const rd_kafka_error_t *);
-    void (*error_destroy)(rd_kafka_error_t *);
-    rd_kafka_queue_t *(*queue_get_partition)(rd_kafka_t *, const char *, int32_t);
-    void (*queue_forward)(rd_kafka_queue_t *, rd_kafka_queue_t *);
-    rd_kafka_resp_err_t (*consumer_close)(rd_kafka_t *);
     rd_kafka_resp_err_t (*query_watermark_offsets)(rd_kafka_t *, const char *, int32_t, int64_t *,
                                                    int64_t *, int);
     const char *(*err2name)(rd_kafka_resp_err_t);
@@ -132,26 +114,20 @@ static PyObject *load(PyObject *self, PyObject *args) {
     SYM(conf_destroy, "rd_kafka_conf_destroy");
     SYM(new_, "rd_kafka_new");
     SYM(destroy, "rd_kafka_destroy");
-    SYM(poll_set_consumer, "rd_kafka_poll_set_consumer");
-    SYM(queue_get_consumer, "rd_kafka_queue_get_consumer");
+    SYM(queue_get_main, "rd_kafka_queue_get_main");
+    SYM(queue_new, "rd_kafka_queue_new");
     SYM(queue_destroy, "rd_kafka_queue_destroy");
+    SYM(topic_new, "rd_kafka_topic_new");
+    SYM(topic_destroy, "rd_kafka_topic_destroy");
+    SYM(consume_start_queue, "rd_kafka_consume_start_queue");
+    SYM(consume_stop, "rd_kafka_consume_stop");
+    SYM(last_error, "rd_kafka_last_error");
     SYM(consume_batch_queue, "rd_kafka_consume_batch_queue");
     SYM(message_destroy, "rd_kafka_message_destroy");
     SYM(message_timestamp, "rd_kafka_message_timestamp");
     SYM(message_headers, "rd_kafka_message_headers");
     SYM(header_get_all, "rd_kafka_header_get_all");
     SYM(topic_name, "rd_kafka_topic_name");
-    SYM(tpl_new, "rd_kafka_topic_partition_list_new");
-    SYM(tpl_add, "rd_kafka_topic_partition_list_add");
-    SYM(tpl_destroy, "rd_kafka_topic_partition_list_destroy");
-    SYM(assign, "rd_kafka_assign");
-    SYM(incremental_assign, "rd_kafka_incremental_assign");
-    SYM(incremental_unassign, "rd_kafka_incremental_unassign");
-    SYM(error_code, "rd_kafka_error_code");
-    SYM(error_destroy, "rd_kafka_error_destroy");
-    SYM(queue_get_partition, "rd_kafka_queue_get_partition");
-    SYM(queue_forward, "rd_kafka_queue_forward");
-    SYM(consumer_close, "rd_kafka_consumer_close");
     SYM(query_watermark_offsets, "rd_kafka_query_watermark_offsets");
     SYM(err2name, "rd_kafka_err2name");
     SYM(err2str, "rd_kafka_err2str");
@@ -230,20 +206,21 @@ static void bincol_free(BinCol *c) {
 /* ---- the Fetcher type ---------------------------------------------------------------------- */
 enum { ST_DRAINED = 0, ST_FULL = 1, ST_GAP = 2, ST_EVENT = 3 };
 
-/* An assigned partition: its own queue (not forwarded to the consumer queue), so a task can
- * have the partitions of its next ranges fetched while it reads the current one, and each
- * range reads only its own partition's records and events. */
+/* An assigned partition: consumed onto a queue of its own, so a task can have the partitions
+ * of its next ranges fetched while it reads the current one, and each range reads only its own
+ * partition's records and events. */
 typedef struct {
     char *topic;
     int32_t partition;
     int64_t start; /* the offset it was assigned at */
     int ahead;     /* assigned by prefetch() and not read from since */
     rd_kafka_queue_t *queue;
+    rd_kafka_topic_t *rkt; /* the handle its consumption was started with */
 } Part;
 
 typedef struct {
     PyObject_HEAD rd_kafka_t *rk;
-    rd_kafka_queue_t *queue; /* the consumer queue: client-level errors (no partition's) */
+    rd_kafka_queue_t *queue; /* the main queue: client-level errors (no partition's) */
     Part *parts;
     size_t nparts, parts_cap;
     /* messages polled but not yet handled (after a full batch, a gap check or an event) */
@@ -318,30 +295,8 @@ static Part *part_find(Fetcher *f, const char *topic, int32_t partition) {
     return NULL;
 }
 
-static rd_kafka_resp_err_t error_take(rd_kafka_error_t *error) {
-    if (!error)
-        return 0;
-    rd_kafka_resp_err_t err = rk.error_code(error);
-    rk.error_destroy(error);
-    return err;
-}
-
-static rd_kafka_resp_err_t incremental(Fetcher *f, const char *topic, int32_t partition,
-                                       int64_t offset, int add) {
-    rd_kafka_topic_partition_list_t *tpl = rk.tpl_new(1);
-    rk.tpl_add(tpl, topic, partition)->offset = offset;
-    rd_kafka_error_t *error;
-    Py_BEGIN_ALLOW_THREADS;
-    error = add ? rk.incremental_assign(f->rk, tpl) : rk.incremental_unassign(f->rk, tpl);
-    Py_END_ALLOW_THREADS;
-    rk.tpl_destroy(tpl);
-    return error_take(error);
-}
-
-/* Assign one more partition at offset, on a queue of its own. Its queue stops forwarding to the
- * consumer queue before the assignment (librdkafka then leaves it so), so no record of it can
- * reach the consumer queue. Returns -1 with a Python error set (memory), else 0 with *err
- * librdkafka's answer. */
+/* Start consuming one more partition at offset onto a queue of its own. Returns -1 with a
+ * Python error set (memory), else 0 with *err librdkafka's answer. */
 static int part_start(Fetcher *f, const char *topic, int32_t partition, int64_t offset, int ahead,
                       rd_kafka_resp_err_t *err) {
     *err = 0;
@@ -360,44 +315,64 @@ static int part_start(Fetcher *f, const char *topic, int32_t partition, int64_t 
         PyErr_NoMemory();
         return -1;
     }
-    rd_kafka_queue_t *queue = rk.queue_get_partition(f->rk, topic, partition);
-    if (!queue) {
+    rd_kafka_topic_t *rkt = rk.topic_new(f->rk, topic, NULL);
+    if (!rkt) {
         free(name);
-        *err = RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+        *err = rk.last_error();
         return 0;
     }
-    rk.queue_forward(queue, NULL);
-    *err = incremental(f, topic, partition, offset, 1);
-    if (*err) {
+    rd_kafka_queue_t *queue = rk.queue_new(f->rk);
+    int started;
+    Py_BEGIN_ALLOW_THREADS;
+    started = rk.consume_start_queue(rkt, partition, offset, queue);
+    Py_END_ALLOW_THREADS;
+    if (started == -1) {
+        *err = rk.last_error();
         rk.queue_destroy(queue);
+        rk.topic_destroy(rkt);
         free(name);
         return 0;
     }
-    f->parts[f->nparts++] = (Part){name, partition, offset, ahead, queue};
+    f->parts[f->nparts++] = (Part){name, partition, offset, ahead, queue, rkt};
     return 0;
 }
 
-/* Unassign one partition (librdkafka drops what it had fetched for it) and forget its queue. */
-static rd_kafka_resp_err_t part_stop(Fetcher *f, Part *part) {
-    rd_kafka_resp_err_t err = incremental(f, part->topic, part->partition, part->start, 0);
+/* Stop consuming a partition: librdkafka drops what it had fetched for it, its queue and what
+ * that still holds go too. */
+static rd_kafka_resp_err_t part_drop(Part *part) {
+    int stopped;
+    Py_BEGIN_ALLOW_THREADS;
+    stopped = rk.consume_stop(part->rkt, part->partition);
+    Py_END_ALLOW_THREADS;
+    rd_kafka_resp_err_t err = stopped == -1 ? rk.last_error() : 0;
     rk.queue_destroy(part->queue);
+    rk.topic_destroy(part->rkt);
     free(part->topic);
+    return err;
+}
+
+/* Stop one partition and forget it. */
+static rd_kafka_resp_err_t part_stop(Fetcher *f, Part *part) {
+    rd_kafka_resp_err_t err = part_drop(part);
     *part = f->parts[--f->nparts];
     return err;
 }
 
-/* Forget every partition's queue (after an unassign of all, or before the handle closes). */
-static void parts_forget(Fetcher *f) {
+/* Stop every partition (an unassign of all, or before the handle goes): the first error. */
+static rd_kafka_resp_err_t parts_stop_all(Fetcher *f) {
+    rd_kafka_resp_err_t first = 0;
     for (size_t i = 0; i < f->nparts; i++) {
-        rk.queue_destroy(f->parts[i].queue);
-        free(f->parts[i].topic);
+        rd_kafka_resp_err_t err = part_drop(&f->parts[i]);
+        if (err && !first)
+            first = err;
     }
     f->nparts = 0;
+    return first;
 }
 
 static void close_handle(Fetcher *f) {
     drop_left(f);
-    parts_forget(f); /* librdkafka: partition queues go before the consumer closes */
+    parts_stop_all(f); /* librdkafka: every partition stopped before the handle goes */
     if (f->queue) {
         rk.queue_destroy(f->queue);
         f->queue = NULL;
@@ -405,8 +380,7 @@ static void close_handle(Fetcher *f) {
     if (f->rk) {
         rd_kafka_t *h = f->rk;
         f->rk = NULL;
-        Py_BEGIN_ALLOW_THREADS rk.consumer_close(h);
-        rk.destroy(h);
+        Py_BEGIN_ALLOW_THREADS rk.destroy(h);
         Py_END_ALLOW_THREADS
     }
 }
@@ -467,9 +441,8 @@ static int Fetcher_init(Fetcher *f, PyObject *args, PyObject *kwds) {
         PyErr_Format(PyExc_ValueError, "cannot create a librdkafka consumer: %s", errstr);
         return -1;
     }
-    rk.poll_set_consumer(h);
     f->rk = h;
-    f->queue = rk.queue_get_consumer(h);
+    f->queue = rk.queue_get_main(h);
     f->max_value = 1;
     if (batch_reset(f)) {
         PyErr_NoMemory();
@@ -577,10 +550,7 @@ static PyObject *Fetcher_unassign(Fetcher *f, PyObject *unused) {
     shrink_idle(f);
     if (batch_reset(f))
         return PyErr_NoMemory();
-    rd_kafka_resp_err_t err;
-    Py_BEGIN_ALLOW_THREADS err = rk.assign(f->rk, NULL);
-    Py_END_ALLOW_THREADS
-    parts_forget(f);
+    rd_kafka_resp_err_t err = parts_stop_all(f);
     if (err)
         return kafka_error(err);
     Py_RETURN_NONE;

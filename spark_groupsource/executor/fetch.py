@@ -1,8 +1,10 @@
 """Executor side: read offset ranges and yield Arrow record batches.
 
 One fetcher per task (:func:`read_partition`) reads the task's ranges one after the other. It
-assigns each partition at the range start, never subscribes and never commits; it is a plain
-fetcher whose ``group.id`` only satisfies librdkafka. Fetchers are pooled per Python worker
+assigns each partition at the range start, never subscribes and never commits: the native
+fetcher has no group at all, confluent-kafka's a ``group.id`` only because its assign() needs
+one (and with it librdkafka's group handler, whose coordinator lookups defeat the reconnect
+backoff while no broker is up). Fetchers are pooled per Python worker
 (:class:`ConsumerPool`) and reused by later tasks. Two paths (option ``fetcher``,
 :func:`fetcher_kind`): the native one (:mod:`.native`, librdkafka straight into Arrow buffers)
 and confluent-kafka's ``Consumer``; the range reader below applies the same rules to both.

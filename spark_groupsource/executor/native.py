@@ -4,8 +4,9 @@
 reader makes (assign, unassign, watermarks, close) plus :meth:`NativeConsumer.poll`, which
 reads records into the pending batch in C, and :meth:`NativeConsumer.prefetch` /
 :meth:`NativeConsumer.release`, which keep the partitions of a task's next ranges assigned
-(each on a queue of its own) while it reads one; :meth:`NativeConsumer.take` turns that batch into
-a ``pyarrow.RecordBatch`` without a Python object per record. Errors come back as
+(each on a queue of its own) while it reads one ("assigned": consumed with librdkafka's
+partition consumer, without a group, see the C file); :meth:`NativeConsumer.take` turns that
+batch into a ``pyarrow.RecordBatch`` without a Python object per record. Errors come back as
 :class:`Event` objects shaped like confluent-kafka's error messages, so both paths share one
 policy for partition ends, data loss, refusals and outages (:mod:`.fetch`).
 
@@ -39,6 +40,12 @@ except ImportError as exc:  # not built (a source checkout without `make setup`,
     _IMPORT_ERROR: str | None = f"the extension is not built ({exc})"
 else:
     _IMPORT_ERROR = None
+
+#: Properties of a consumer group, which a native fetcher is not a member of (it still gets
+#: enable.auto.commit=false: nothing is ever committed or stored).
+_GROUP_ONLY = frozenset({"group.id", "group.instance.id", "group.protocol", "group.remote.assignor",
+                         "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms",
+                         "max.poll.interval.ms", "auto.commit.interval.ms"})
 
 _loaded: int | None = None
 _load_error: str | None = None
@@ -128,7 +135,9 @@ class NativeConsumer:
         reason = unavailable_reason()
         if reason is not None:
             raise RuntimeError(f"the native fetch path is unavailable: {reason}")
-        conf = {str(k): _conf_value(v) for k, v in config.items()}
+        # No group.id: the partitions are consumed without a consumer-group handler (see the C
+        # file's header: that handler's coordinator lookups defeat the reconnect backoff).
+        conf = {str(k): _conf_value(v) for k, v in config.items() if k not in _GROUP_ONLY}
         try:
             self._f = _ext.Fetcher(conf, include_headers)
         except ValueError as exc:
