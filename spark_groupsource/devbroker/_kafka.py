@@ -34,7 +34,7 @@ import time
 import uuid
 import zipfile
 from base64 import urlsafe_b64encode
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import DevBrokerError
@@ -310,13 +310,18 @@ class KafkaCluster:
 
     def __init__(self, brokers: int = 1, config: Mapping[str, str] | None = None,
                  initial_rebalance_delay_ms: int = 100, workdir: str | None = None,
-                 extra_listeners: Mapping[str, str] | None = None, home: str | None = None):
-        """``home``: the Kafka installation (see :func:`find_kafka`). ``extra_listeners``: more client listeners, name -> security protocol (e.g.
+                 extra_listeners: Mapping[str, str] | None = None, home: str | None = None,
+                 racks: Sequence[str] | None = None):
+        """``home``: the Kafka installation (see :func:`find_kafka`). ``racks``: each node's
+        ``broker.rack``, in node order. ``extra_listeners``: more client listeners, name -> security protocol (e.g.
         ``{"SASL": "SASL_PLAINTEXT", "MTLS": "SSL"}``), each on a port of its own per node
         (:meth:`listener_bootstrap`); PLAINTEXT stays the inter-broker listener. Their settings
         (SASL mechanisms, key stores, ``listener.name.<name>.*``) go in ``config``."""
         if brokers < 1:
             raise DevBrokerError(f"brokers must be >= 1, got {brokers}")
+        if racks is not None and len(racks) != brokers:
+            raise DevBrokerError(f"racks: one per node, got {len(racks)} for {brokers} nodes")
+        self.racks = list(racks) if racks is not None else None
         self.dist = find_kafka(home)
         self.java = java_binary()
         self.brokers = brokers
@@ -383,6 +388,7 @@ class KafkaCluster:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
             "log.dirs": os.path.join(node.workdir, "data"),
+            **({"broker.rack": self.racks[node.node_id - 1]} if self.racks else {}),
             **self.config,
         }
         os.makedirs(node.workdir, exist_ok=True)

@@ -1,0 +1,91 @@
+"""``kafka.client.rack``: the fetchers read from the replica in their own rack (KIP-392).
+
+Three Kafka nodes, each in a rack of its own, with the brokers' rack-aware replica selector; a
+partition replicated on all three. A fetcher told the rack of a follower must be sent there by
+the leader and read every record from it. librdkafka's own fetch log says which broker each
+Fetch went to; both fetch paths (the native one consumes without a group, confluent-kafka's
+assigns) are checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from helpers import partition_leaders, produce_keyed
+from spark_groupsource.config import fetcher_config, parse_stream_options
+from spark_groupsource.devbroker import kafka_missing
+from spark_groupsource.executor import native
+from spark_groupsource.executor.fetch import _POOL, fetch_range
+from spark_groupsource.ranges import OffsetRange
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 300
+
+
+@pytest.fixture(scope="module")
+def racked_cluster():
+    from spark_groupsource.devbroker._kafka import KafkaCluster
+    from spark_groupsource.devbroker._server import _new_admin, admin_create_topic
+
+    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
+        pytest.skip("starts a Kafka cluster of its own; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
+    why = kafka_missing()
+    if why:
+        pytest.skip(f"no Apache Kafka to start: {why}")
+    cluster = KafkaCluster(3, config={
+        "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+        racks=["rack-1", "rack-2", "rack-3"])
+    try:
+        cluster.start(timeout=240)
+        admin = _new_admin(cluster.bootstrap)
+        for path in ("native", "python"):
+            admin_create_topic(admin, f"racked-{path}", 1, 60, replication_factor=3)
+        yield cluster
+    finally:
+        _POOL.clear()
+        cluster.close()
+
+
+def _in_sync(bootstrap: str, topic: str, timeout: float = 60.0) -> None:
+    """Until all three replicas are in sync: a follower serves reads only up to its high watermark."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        part = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        if len(part.isrs) == 3:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{topic}: replicas not in sync within {timeout:.0f}s")
+
+
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_a_fetcher_reads_from_the_replica_in_its_rack(racked_cluster, path, capfd):
+    if path == "native" and native.unavailable_reason():
+        pytest.skip(f"the native fetch path: {native.unavailable_reason()}")
+    topic = f"racked-{path}"
+    bootstrap = racked_cluster.bootstrap
+    produce_keyed(bootstrap, topic, RECORDS, partitions=1)
+    _in_sync(bootstrap, topic)
+    leader = partition_leaders(bootstrap, topic)[0]
+    follower = 1 if leader != 1 else 2
+    opts = parse_stream_options({"kafka.bootstrap.servers": bootstrap, "kafka.group.id": "racked-g",
+                                 "subscribe": topic, "kafka.client.rack": f"rack-{follower}"})
+    # debug=fetch: librdkafka logs each Fetch with the broker it goes to
+    cfg = {**fetcher_config(opts), "debug": "fetch"}
+    capfd.readouterr()
+    batches = fetch_range(cfg, OffsetRange(topic, 0, 0, RECORDS), include_headers=False,
+                          fail_on_data_loss=True, max_records_per_batch=1000,
+                          poll_timeout_ms=60_000, fetcher=path)
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(RECORDS))
+    log = capfd.readouterr().err
+    # "127.0.0.1:PORT/<node id>: Fetch topic racked-native [0] at offset 12 ..."
+    fetched_from = {int(node) for node, offset in
+                    re.findall(rf"/(\d+): Fetch topic {topic} \[0\] at offset (\d+)", log) if int(offset) > 0}
+    assert fetched_from == {follower}, (leader, follower, fetched_from)
