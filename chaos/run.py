@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from chaos.procs import Member, start_member
 from chaos.sink import read_batches
 from chaos.traffic import JavaPlainMember, OffsetSampler, PlainMember, SeqProducer
-from chaos.verdict import tally, unreported
+from chaos.verdict import separate_log_copies, tally, unreported
 from spark_groupsource.devbroker import DevBroker
 
 #: Reader options of every member on the mock: a 6 s session (a member still draining a slow
@@ -140,6 +140,8 @@ class Run:
         self.outcome = Outcome()
         self.per_member = False
         self.notes: list[str] = []
+        #: records the log holds more than once (seq -> positions), read before the broker stops
+        self.log_copies: dict[int, list[tuple[int, int]]] = {}
         self.problems: list[str] = []  # strict checks a scenario made itself
         self.t0 = time.monotonic()
         self._events: list[str] = []
@@ -238,6 +240,7 @@ class Run:
             return
         delivered = self.producer.delivered if self.producer else {}
         offset_to_seq = {po: seq for seq, po in delivered.items()}
+        offset_to_seq.update((po, seq) for seq, positions in self.log_copies.items() for po in positions)
         for pm in java:
             pm.close()
             rows = pm.flush_to_sink(offset_to_seq)
@@ -311,6 +314,15 @@ class Run:
                                   f"the log (never written; left out of the tally): (seq, partition) "
                                   f"{sorted(absent.items())[:5]}")
                 self.event(self.notes[-1])
+            try:
+                self.log_copies = self.producer.log_copies(self.broker.bootstrap)
+            except Exception as exc:  # noqa: BLE001 - then a copy read counts as a wrong read
+                self.notes.append(f"the log could not be read for records written twice: {exc}")
+            if self.log_copies:
+                self.notes.append(f"{len(self.log_copies)} records the producer wrote more than once, each copy "
+                                  f"judged as a record of its own: (seq, positions) "
+                                  f"{sorted(self.log_copies.items())[:3]}")
+                self.event(self.notes[-1])
 
     def quiet(self, timeout: float) -> bool:
         """After production: until the group's commits reach the log end (or ``timeout``)."""
@@ -368,7 +380,8 @@ class Run:
                 acquisitions[h.name][int(p)] += 1
         for pm in self.plain:
             acquisitions.setdefault(pm.owner, Counter()).update(pm.acquired)
-        t = tally(produced, read_batches(self.out), acquisitions=acquisitions, deleted_before=self.deleted_before,
+        produced, batches = separate_log_copies(produced, read_batches(self.out), self.log_copies)
+        t = tally(produced, batches, acquisitions=acquisitions, deleted_before=self.deleted_before,
                   counted_below={p: final.get(p) for p in range(self.partitions)} if self.outcome.expect_failure
                   else None, per_member=self.per_member)
         row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted

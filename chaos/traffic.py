@@ -88,6 +88,43 @@ class SeqProducer:
         self._producer.flush(timeout)
         self.finished = True
 
+    def log_copies(self, bootstrap: str, timeout: float = 60.0) -> dict[int, list[tuple[int, int]]]:
+        """Records the log holds more than once: seq -> every (partition, offset) it is at. An
+        idempotent librdkafka producer that resets its producer id after a failed request
+        re-sends what was in flight, some of which the broker may have written already (seen
+        once in a rolling restart of Kafka 4.0.1: one record at two consecutive offsets)."""
+        at: dict[int, list[tuple[int, int]]] = {}
+        for p, o, seq in self._read_log(bootstrap, list(range(self.partitions)), timeout, "to look for copies"):
+            at.setdefault(seq, []).append((p, o))
+        return {seq: positions for seq, positions in at.items() if len(positions) > 1}
+
+    def _read_log(self, bootstrap: str, parts: list[int], timeout: float, why: str) -> list[tuple[int, int, int]]:
+        """(partition, offset, seq) of every record in these partitions, up to their ends now."""
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-confirm", "enable.auto.commit": False,
+                      "enable.partition.eof": True, **_QUIET})
+        out: list[tuple[int, int, int]] = []
+        try:
+            ends = {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1] for p in parts}
+            c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in parts])
+            done = {p for p in parts if ends[p] <= 0}
+            deadline = time.monotonic() + timeout
+            while len(done) < len(parts) and time.monotonic() < deadline:
+                for m in c.consume(1000, timeout=0.5):
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            done.add(m.partition())
+                        continue
+                    if m.offset() < ends[m.partition()]:
+                        out.append((m.partition(), m.offset(), int(m.value())))
+                    if m.offset() + 1 >= ends[m.partition()]:
+                        done.add(m.partition())
+            if len(done) < len(parts):
+                raise RuntimeError(f"could not read partitions {sorted(set(parts) - done)} of {self.topic} within "
+                                   f"{timeout:.0f}s {why}")
+        finally:
+            c.close()
+        return out
+
     @property
     def done(self) -> bool:
         return not self._thread.is_alive()
@@ -105,31 +142,11 @@ class SeqProducer:
         unknown = {seq: p for seq, (p, o) in self.delivered.items() if o is None or o < 0}
         if not unknown:
             return {}
-        parts = sorted(set(unknown.values()))
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-confirm", "enable.auto.commit": False,
-                      "enable.partition.eof": True, **_QUIET})
         found: dict[int, int] = {}
-        try:
-            ends = {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1] for p in parts}
-            c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in parts])
-            done = {p for p in parts if ends[p] <= 0}
-            deadline = time.monotonic() + timeout
-            while len(done) < len(parts) and time.monotonic() < deadline:
-                for m in c.consume(1000, timeout=0.5):
-                    if m.error() is not None:
-                        if m.error().code() == KafkaError._PARTITION_EOF:
-                            done.add(m.partition())
-                        continue
-                    seq = int(m.value())
-                    if seq in unknown:
-                        found[seq] = m.offset()
-                    if m.offset() + 1 >= ends[m.partition()]:
-                        done.add(m.partition())
-            if len(done) < len(parts):
-                raise RuntimeError(f"could not read partitions {sorted(set(parts) - done)} of {self.topic} within "
-                                   f"{timeout:.0f}s to confirm {len(unknown)} records with unknown offsets")
-        finally:
-            c.close()
+        for _p, o, seq in self._read_log(bootstrap, sorted(set(unknown.values())), timeout,
+                                        f"to confirm {len(unknown)} records with unknown offsets"):
+            if seq in unknown:
+                found[seq] = o
         absent = {}
         for seq, p in unknown.items():
             if seq in found:

@@ -26,6 +26,33 @@ class Tally:
     deleted_records: list[tuple[int, int]] = field(default_factory=list)  # (partition, offset)
 
 
+def separate_log_copies(
+    produced: Mapping[int, tuple[int, int | None]],
+    batches: Sequence[Batch],
+    copies: Mapping[int, Sequence[tuple[int, int]]],
+) -> tuple[dict[int, tuple[int, int | None]], list[Batch]]:
+    """A record the producer wrote more than once (``copies``: seq -> every (partition, offset)
+    the log holds it at; an idempotent librdkafka producer that resets its producer id after a
+    failed request may re-send what was written) is, for the reader, that many records: each
+    copy must be read, and once. Each copy but the acknowledged one gets an id of its own (below
+    zero) in ``produced`` and in the batches' rows, so :func:`tally` judges it like any record."""
+    produced = dict(produced)
+    ids: dict[tuple[int, int], int] = {}
+    for s in sorted(copies):
+        for pos in sorted(copies[s]):
+            if produced.get(s) != pos:
+                ids[pos] = -1 - len(ids)
+                produced[ids[pos]] = pos
+    if not ids:
+        return produced, list(batches)
+    relabeled = [
+        Batch(b.owner, b.batch, b.t, tuple((p, o, ids.get((p, o), s)) if s in copies else (p, o, s)
+                                             for p, o, s in b.rows))
+        for b in batches
+    ]
+    return produced, relabeled
+
+
 def tally(
     produced: Mapping[int, tuple[int, int | None]],
     batches: Sequence[Batch],

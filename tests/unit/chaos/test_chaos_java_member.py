@@ -68,6 +68,7 @@ def test_each_poll_becomes_one_sink_batch_at_its_read_time_interleaved_with_the_
 def test_an_offset_with_no_known_seq_is_reported_as_a_problem_not_dropped(tmp_path) -> None:
     run = Run.__new__(Run)
     run.dir, run.t0, run._events, run.problems, run.notes = str(tmp_path), 0.0, [], [], []
+    run.log_copies = {}
     run.producer = type("P", (), {"delivered": {0: (0, 0), 1: (0, 1)}})()
     pm = member(tmp_path, [records(1_000_000, {0: (0, 3)})])
     pm.exit_code = 143  # already closed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from chaos.sink import Batch
-from chaos.verdict import tally
+from chaos.verdict import separate_log_copies, tally
 
 # 8 records, seq s at partition s % 2, offset s // 2
 PRODUCED = {s: (s % 2, s // 2) for s in range(8)}
@@ -86,3 +86,34 @@ def test_an_unread_record_of_unknown_offset_is_lost_and_a_read_one_is_not_wrong(
     t = tally(produced, batches, acquisitions={}, deleted_before={1: 9}, counted_below={0: 0, 1: 0})
     assert (t.lost, t.wrong, t.deleted) == (1, 0, 0)
     assert t.lost_examples == [(5, 1, -1)]
+
+
+def test_a_record_written_twice_is_two_records_each_read_once():
+    """Seen in a rolling restart of Kafka 4.0.1: seq 3 acknowledged at (1, 1) and also in the log
+    at (1, 2) (the producer re-sent it), read once at each offset: nothing wrong, no duplicate."""
+    produced = {0: (0, 0), 1: (1, 0), 2: (0, 1), 3: (1, 1), 4: (0, 2), 5: (1, 3)}
+    rows = ((0, 0, 0), (1, 0, 1), (0, 1, 2), (1, 1, 3), (1, 2, 3), (0, 2, 4), (1, 3, 5))
+    batches = [Batch("a-1", 0, 1.0, rows)]
+    judged = tally(produced, batches, acquisitions={"a": Counter({0: 1, 1: 1})})
+    assert judged.wrong == 1 and judged.dup_breaches  # without the log's word: a wrong read, a re-read
+    produced2, batches2 = separate_log_copies(produced, batches, {3: [(1, 1), (1, 2)]})
+    assert produced2[-1] == (1, 2) and produced2[3] == (1, 1)
+    t = tally(produced2, batches2, acquisitions={"a": Counter({0: 1, 1: 1})})
+    assert (t.produced, t.read, t.lost, t.wrong, t.dup_total) == (7, 7, 0, 0, 0) and not t.dup_breaches
+
+
+def test_each_copy_must_be_read_and_only_once():
+    produced = {0: (0, 0), 1: (0, 2)}
+    copies = {0: [(0, 0), (0, 1)]}
+    # the copy at offset 1 skipped: lost
+    p2, b2 = separate_log_copies(produced, [Batch("a-1", 0, 1.0, ((0, 0, 0), (0, 2, 1)))], copies)
+    t = tally(p2, b2, acquisitions={"a": Counter({0: 1})})
+    assert t.lost == 1 and t.lost_examples == [(-1, 0, 1)]
+    # the copy at offset 1 read twice without a handover: a breach, as for any record
+    rows = ((0, 0, 0), (0, 1, 0), (0, 2, 1))
+    p3, b3 = separate_log_copies(produced, [Batch("a-1", 0, 1.0, rows), Batch("a-1", 1, 2.0, ((0, 1, 0),))], copies)
+    t = tally(p3, b3, acquisitions={"a": Counter({0: 1})})
+    assert (t.lost, t.wrong, t.dup_total) == (0, 0, 1) and t.dup_breaches
+    # a read of the record at an offset the log does not hold it at stays wrong
+    p4, b4 = separate_log_copies(produced, [Batch("a-1", 0, 1.0, rows + ((0, 5, 0),))], copies)
+    assert tally(p4, b4, acquisitions={"a": Counter({0: 1})}).wrong == 1
