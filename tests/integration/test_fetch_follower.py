@@ -80,9 +80,12 @@ def test_a_fetcher_reads_from_the_replica_in_its_rack(racked_cluster, path, capf
     # debug=fetch: librdkafka logs each Fetch with the broker it goes to
     cfg = {**fetcher_config(opts), "debug": "fetch"}
     capfd.readouterr()
-    batches = fetch_range(cfg, OffsetRange(topic, 0, 0, RECORDS), include_headers=False,
-                          fail_on_data_loss=True, max_records_per_batch=1000,
-                          poll_timeout_ms=60_000, fetcher=path)
+    try:
+        batches = list(fetch_range(cfg, OffsetRange(topic, 0, 0, RECORDS), include_headers=False,
+                                   fail_on_data_loss=True, max_records_per_batch=1000,
+                                   poll_timeout_ms=60_000, fetcher=path))
+    finally:
+        _POOL.clear()  # the fetcher logs at debug level: closed while its output is captured
     assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(RECORDS))
     log = capfd.readouterr().err
     # "127.0.0.1:PORT/<node id>: Fetch topic racked-native [0] at offset 12 ..."

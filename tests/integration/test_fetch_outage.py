@@ -11,6 +11,7 @@ broker is back, with the same pooled fetcher.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -32,6 +33,15 @@ DOWN_S = 10.0
 MAX_ATTEMPTS = 100
 
 
+@contextlib.contextmanager
+def _pool_cleared():
+    """The pooled fetcher logs at debug level: closed, pass or fail, while output is captured."""
+    try:
+        yield
+    finally:
+        _POOL.clear()
+
+
 def _read(cfg: dict, topic: str, start: int, until: int) -> list[int]:
     batches = fetch_range(cfg, OffsetRange(topic, 0, start, until), include_headers=False,
                           fail_on_data_loss=True, max_records_per_batch=1000,
@@ -46,7 +56,7 @@ def test_an_idle_native_fetcher_backs_off_while_the_broker_is_down_and_reads_on(
     if why:
         pytest.skip(f"needs Apache Kafka and the native fetch path: {why}")
     _POOL.clear()
-    with DevBroker("kafka", topics={"outage": 1}) as broker:
+    with DevBroker("kafka", topics={"outage": 1}) as broker, _pool_cleared():
         opts = parse_stream_options({"kafka.bootstrap.servers": broker.bootstrap,
                                      "kafka.group.id": "outage-g", "subscribe": "outage"})
         # debug=broker: librdkafka logs each connection attempt ("Connecting to ...") on stderr
@@ -66,4 +76,3 @@ def test_an_idle_native_fetcher_backs_off_while_the_broker_is_down_and_reads_on(
         reused = _POOL.reused
         assert _read(cfg, "outage", 10, 20) == list(range(10, 20))
         assert _POOL.reused == reused + 1  # the same fetcher, back from the outage
-        _POOL.clear()
