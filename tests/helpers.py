@@ -499,3 +499,17 @@ def run_tree(cmd: list[str], *, timeout: float, **popen: Any) -> subprocess.Comp
             raise AssertionError(f"{' '.join(cmd[:4])} ... ran past {timeout:.0f}s and was stopped; "
                                  f"its output:\n{(out or '')[-6000:]}\n{(err or '')[-3000:]}") from None
         return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def own_kafka_or_skip(what: str) -> None:
+    """Skip a test that starts Kafka nodes of its own (``what`` says which) where it cannot:
+    GROUPKAFKA_TEST_BOOTSTRAP points the tests at another cluster, or no Kafka is installed."""
+    import pytest
+
+    from spark_groupsource.devbroker import kafka_missing
+
+    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
+        pytest.skip(f"{what}; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
+    why = kafka_missing()
+    if why:
+        pytest.skip(f"no Apache Kafka to start: {why}")

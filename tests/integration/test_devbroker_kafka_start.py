@@ -19,17 +19,9 @@ import socket
 
 import pytest
 
+from helpers import own_kafka_or_skip
+
 pytestmark = pytest.mark.integration
-
-
-def _kafka_or_skip() -> None:
-    from spark_groupsource.devbroker import kafka_missing
-
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
-        pytest.skip("starts an embedded Kafka node; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    why = kafka_missing()
-    if why:
-        pytest.skip(f"no Apache Kafka to start: {why}")
 
 
 def test_a_start_out_of_time_names_its_step():
@@ -37,7 +29,7 @@ def test_a_start_out_of_time_names_its_step():
     the host's own, names the step it was in and carries the timed steps."""
     from spark_groupsource.devbroker import DevBroker, DevBrokerError
 
-    _kafka_or_skip()
+    own_kafka_or_skip("starts an embedded Kafka node")
     broker = DevBroker("kafka", startup_timeout=1)
     with pytest.raises(DevBrokerError) as info:
         broker.start()
@@ -56,7 +48,7 @@ def test_a_node_that_cannot_bind_gets_the_cluster_started_again(monkeypatch, cap
     from spark_groupsource.devbroker import _ports
     from spark_groupsource.devbroker._kafka import KafkaCluster
 
-    _kafka_or_skip()
+    own_kafka_or_skip("starts an embedded Kafka node")
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()

@@ -9,15 +9,13 @@ assigns) are checked.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
 import pytest
 
-from helpers import partition_leaders, produce_keyed
+from helpers import own_kafka_or_skip, partition_leaders, produce_keyed
 from spark_groupsource.config import fetcher_config, parse_stream_options
-from spark_groupsource.devbroker import kafka_missing
 from spark_groupsource.executor import native
 from spark_groupsource.executor.fetch import _POOL, fetch_range
 from spark_groupsource.ranges import OffsetRange
@@ -32,11 +30,7 @@ def racked_cluster():
     from spark_groupsource.devbroker._kafka import KafkaCluster
     from spark_groupsource.devbroker._server import _new_admin, admin_create_topic
 
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
-        pytest.skip("starts a Kafka cluster of its own; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    why = kafka_missing()
-    if why:
-        pytest.skip(f"no Apache Kafka to start: {why}")
+    own_kafka_or_skip("starts a Kafka cluster of its own")
     cluster = KafkaCluster(3, config={
         "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
         racks=["rack-1", "rack-2", "rack-3"])

@@ -12,14 +12,13 @@ broker is back, with the same pooled fetcher.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 
 import pytest
 
-from helpers import produce_keyed
+from helpers import own_kafka_or_skip, produce_keyed
 from spark_groupsource.config import fetcher_config, parse_stream_options
-from spark_groupsource.devbroker import DevBroker, kafka_missing
+from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.executor import native
 from spark_groupsource.executor.fetch import _POOL, fetch_range
 from spark_groupsource.ranges import OffsetRange
@@ -50,11 +49,10 @@ def _read(cfg: dict, topic: str, start: int, until: int) -> list[int]:
 
 
 def test_an_idle_native_fetcher_backs_off_while_the_broker_is_down_and_reads_on(capfd):
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
-        pytest.skip("stops a Kafka node of its own; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    why = kafka_missing() or native.unavailable_reason()
+    own_kafka_or_skip("stops a Kafka node of its own")
+    why = native.unavailable_reason()
     if why:
-        pytest.skip(f"needs Apache Kafka and the native fetch path: {why}")
+        pytest.skip(f"needs the native fetch path: {why}")
     _POOL.clear()
     with DevBroker("kafka", topics={"outage": 1}) as broker, _pool_cleared():
         opts = parse_stream_options({"kafka.bootstrap.servers": broker.bootstrap,

@@ -9,7 +9,6 @@ soon after the controller has elected new leaders, and again after the node is b
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from assignment.model import TopicPartition
-from helpers import partition_leaders, produce_keyed
+from helpers import own_kafka_or_skip, partition_leaders, produce_keyed
 
 pytestmark = pytest.mark.integration
 
@@ -26,13 +25,9 @@ PARTITIONS = 6
 
 @pytest.fixture(scope="module")
 def cluster() -> Any:
-    from spark_groupsource.devbroker import DevBroker, kafka_missing
+    from spark_groupsource.devbroker import DevBroker
 
-    if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP"):
-        pytest.skip("needs an embedded 3-node Kafka cluster; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
-    why = kafka_missing()
-    if why:
-        pytest.skip(f"no Apache Kafka for a 3-node cluster: {why}")
+    own_kafka_or_skip("needs an embedded 3-node Kafka cluster")
     b = DevBroker("kafka", brokers=3).start()
     try:
         yield b
