@@ -96,8 +96,8 @@ def reader_for(opts: opt.CommonOptions) -> OffsetReader:
 
 
 class OffsetReader:
-    """Watermarks, timestamp lookups, metadata and a group's committed offsets through
-    confluent-kafka clients that never join a group (reading commits disturbs nobody).
+    """Watermarks, timestamp lookups, metadata and a group's committed offsets through a
+    confluent-kafka admin client that never joins a group (reading commits disturbs nobody).
 
     Offsets and commits are read with one ``AdminClient`` request per broker, so a broker that
     is away costs only its own partitions: the ``try_*`` methods return what was answered and
@@ -113,7 +113,6 @@ class OffsetReader:
         self.bootstrap = str(self._config.get("bootstrap.servers", ""))
         committed = str(self._config.get("isolation.level", "read_uncommitted")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-        self._consumer: Consumer | None = None
         self._admin: AdminClient | None = None
         # refused logins and TLS handshakes, from librdkafka's error_cb (it only reconnects)
         self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
@@ -123,11 +122,6 @@ class OffsetReader:
 
     def _on_client_error(self, err: KafkaError) -> None:
         self.refusals.observe(f"{err.name()}: {err.str()}")
-
-    def _client(self) -> Consumer:
-        if self._consumer is None:
-            self._consumer = Consumer({**self._config, "error_cb": self._on_client_error})
-        return self._consumer
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
@@ -181,14 +175,8 @@ class OffsetReader:
         served (Java had the same, KAFKA-9535), and "No leaders found" for 90 s after the whole
         cluster had restarted. A new client starts from fresh metadata."""
         self._admin = None
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
         self._admin = None
 
     # -- retries ---------------------------------------------------------------------------
@@ -239,8 +227,10 @@ class OffsetReader:
         )
 
     # -- watermarks ------------------------------------------------------------------------
-    def _send_list_offsets(self, partitions: list[TopicPartition], spec: OffsetSpec) -> _Sent:
+    def _send_list_offsets(self, partitions: list[TopicPartition],
+                           spec: OffsetSpec | Mapping[TopicPartition, OffsetSpec]) -> _Sent:
         """Send one ListOffsets per leader; what to wait on (or why it could not be sent).
+        ``spec``: one for every partition, or one per partition (timestamp lookups).
 
         ``AdminClient.list_offsets`` makes a ``concurrent.futures.Future`` (each with its own
         ``threading.Condition``) per partition and resolves them one by one from a callback:
@@ -250,7 +240,8 @@ class OffsetReader:
         whole answer; the public method stays the way whenever that one is not there or
         answers in an unexpected shape."""
         timeout = self.policy.request_timeout_ms / 1000.0
-        keys = [CkTP(tp.topic, tp.partition, spec._value) for tp in partitions]
+        specs = spec if isinstance(spec, Mapping) else dict.fromkeys(partitions, spec)
+        keys = [CkTP(tp.topic, tp.partition, specs[tp]._value) for tp in partitions]
         try:
             if _direct_list_offsets is not None and not self._public_list_offsets:
                 whole: Future = Future()
@@ -259,7 +250,7 @@ class OffsetReader:
                                      isolation_level_value=self._isolation.value, request_timeout=timeout)
                 return _Sent(partitions, whole=whole)
             futures = self._admin_client().list_offsets(
-                {CkTP(tp.topic, tp.partition): spec for tp in partitions},
+                {CkTP(tp.topic, tp.partition): specs[tp] for tp in partitions},
                 isolation_level=self._isolation,
                 request_timeout=timeout,
             )
@@ -267,7 +258,11 @@ class OffsetReader:
         except KafkaException as exc:
             return _Sent(partitions, error=exc)
 
-    def _collect_offsets(self, sent: _Sent, spec: OffsetSpec) -> tuple[dict, dict]:
+    def _collect_offsets(self, sent: _Sent, spec: OffsetSpec | Mapping[TopicPartition, OffsetSpec],
+                         none_past_end: bool = False) -> tuple[dict, dict]:
+        """The offsets answered, and why the others were not. ``none_past_end``: an offset of
+        -1 is an answer, None (a timestamp lookup past the partition's last record); for the
+        log start and end it means the leader did not answer."""
         partitions = sent.partitions
         if sent.error is not None:
             return {}, {tp: _reason(sent.error) for tp in partitions}
@@ -281,7 +276,7 @@ class OffsetReader:
                 log.warning("confluent-kafka's ListOffsets answered in an unexpected shape (%s); using "
                             "AdminClient.list_offsets from now on", type(answers).__name__)
                 self._public_list_offsets = True
-                return self._collect_offsets(self._send_list_offsets(partitions, spec), spec)
+                return self._collect_offsets(self._send_list_offsets(partitions, spec), spec, none_past_end)
             results = {TopicPartition(ck.topic, ck.partition): value for ck, value in answers.items()}
         else:
             results = {}
@@ -299,7 +294,9 @@ class OffsetReader:
                 missing[tp] = _reason(value)
                 continue
             offset = getattr(value, "offset", None)
-            if offset is None or offset < 0:
+            if none_past_end and offset == -1:
+                found[tp] = None
+            elif offset is None or offset < 0:
                 missing[tp] = f"no answer within {self.policy.request_timeout_ms} ms (leader unavailable)"
             else:
                 found[tp] = offset
@@ -516,17 +513,20 @@ class OffsetReader:
             probe.close()
 
     def _broker_for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
-        query = [CkTP(tp.topic, tp.partition, ts) for tp, ts in sorted(stamps.items())]
-        try:
-            found = self._client().offsets_for_times(query, timeout=self._timeout)
-        except KafkaException as exc:
-            raise BrokerError(f"cannot look offsets up by timestamp: {exc.args[0]}") from exc
-        out: dict[TopicPartition, int | None] = {}
-        for ck in found:
-            if ck.error is not None:
-                raise BrokerError(f"cannot look up {ck.topic}-{ck.partition} by timestamp: {ck.error}")
-            out[TopicPartition(ck.topic, ck.partition)] = ck.offset if ck.offset >= 0 else None
-        return out
+        """ListOffsets by timestamp through the admin client, with the retry policy of every
+        other offset query. A consumer's ``offsets_for_times`` needs a ``group.id``, and a
+        client with one keeps librdkafka's group handler, which in an outage reconnects to
+        every broker many times a second for as long as the query lives (see
+        docs/delivery-and-faults.md)."""
+        specs = {tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()}
+
+        def ask(todo: list[TopicPartition]) -> tuple[dict, dict]:
+            sent = self._send_list_offsets(todo, {tp: specs[tp] for tp in todo})
+            return self._collect_offsets(sent, specs, none_past_end=True)
+
+        partial = self._with_retries(sorted(specs), ask)
+        self._raise_missing("the offsets by timestamp", partial)
+        return partial.found
 
     def __enter__(self) -> OffsetReader:
         return self
@@ -539,7 +539,9 @@ class _RecordProbe:
     """Reads single records to check or search timestamp lookups (driver side, rarely used)."""
 
     def __init__(self, config: Mapping[str, Any], timeout_s: float):
-        self._consumer = Consumer({**dict(config), "enable.partition.eof": True})
+        # assign() needs a group.id; the probe never commits and lives for one lookup
+        self._consumer = Consumer({"group.id": opt.FETCHER_PLACEHOLDER_GROUP, **dict(config),
+                                   "enable.partition.eof": True, "enable.auto.commit": False})
         self._timeout = timeout_s
         self._cache: dict[tuple[TopicPartition, int], tuple[int, int] | None] = {}
 
