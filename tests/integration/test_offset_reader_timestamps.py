@@ -5,9 +5,12 @@ record-by-record search that the test brokers need."""
 from __future__ import annotations
 
 import logging
+import time
 
 from assignment.model import TopicPartition
-from helpers import produce_keyed
+from helpers import own_kafka_or_skip, produce_keyed
+from spark_groupsource.config import fetcher_config, parse_stream_options
+from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.planning.offset_reader import OffsetReader
 
 BASE_TS = 1_700_000_000_000
@@ -33,3 +36,33 @@ def test_kafka_answers_timestamp_lookups_through_the_admin_client(kafka_broker, 
         assert reader.for_timestamps(stamps)[p1] is None  # past the end: None, not an error
     # Kafka's own answer stood every time: no fallback to searching the records
     assert not [r for r in caplog.records if "does not implement ListOffsets" in r.getMessage()]
+
+
+#: seconds the broker stays down while the attempts are counted
+DOWN_S = 10.0
+#: librdkafka's re-bootstrap makes about 35 attempts in 10 s; a consumer with a group handler
+#: (what the lookups used before) made 193-222 (measured 2026-11-28, Kafka 4.0.1)
+MAX_ATTEMPTS = 100
+
+
+def test_a_reader_that_looked_up_timestamps_backs_off_while_the_broker_is_down(capfd) -> None:
+    """The driver's reader lives as long as the query: after a timestamp lookup it must not
+    hold a client that reconnects many times a second through an outage."""
+    own_kafka_or_skip("stops a Kafka node of its own")
+    with DevBroker("kafka", topics={"stamps": 1}) as broker:
+        opts = parse_stream_options({"kafka.bootstrap.servers": broker.bootstrap,
+                                     "kafka.group.id": "stamps-g", "subscribe": "stamps"})
+        # the driver's own config (fetcher_config: a group.id included); debug=broker logs
+        # each connection attempt ("Connecting to ...") on stderr
+        cfg = {**fetcher_config(opts), "debug": "broker"}
+        produce_keyed(broker.bootstrap, "stamps", 10, partitions=1, base_timestamp_ms=BASE_TS)
+        tp = TopicPartition("stamps", 0)
+        with OffsetReader(cfg) as reader:
+            assert reader.for_timestamps({tp: BASE_TS + 4}) == {tp: 4}
+            broker.kafka.stop_node(1)
+            capfd.readouterr()
+            time.sleep(DOWN_S)
+            attempts = capfd.readouterr().err.count("Connecting to ")
+            assert 0 < attempts <= MAX_ATTEMPTS, f"{attempts} connection attempts in {DOWN_S:.0f}s"
+            broker.kafka.start_node(1)
+            assert reader.for_timestamps({tp: BASE_TS + 7}) == {tp: 7}
