@@ -513,3 +513,23 @@ def own_kafka_or_skip(what: str) -> None:
     why = kafka_missing()
     if why:
         pytest.skip(f"no Apache Kafka to start: {why}")
+
+
+#: Connection attempts allowed while a dev Kafka node is down for :data:`OUTAGE_S`: librdkafka's
+#: re-bootstrap makes about 35 in 10 s; a client with librdkafka's consumer-group handler made
+#: 193-222 (it cancels the reconnect backoff every 50 ms; measured 2026-11-28, Kafka 4.0.1).
+OUTAGE_S = 10.0
+MAX_OUTAGE_ATTEMPTS = 100
+
+
+def assert_backs_off_while_down(kafka: Any, capfd: Any, node: int = 1) -> None:
+    """Stop ``node`` of a dev Kafka for :data:`OUTAGE_S` and count the connection attempts the
+    test's librdkafka clients (configured with ``debug=broker``, which logs each "Connecting
+    to ..." on stderr) make meanwhile: at least one, at most :data:`MAX_OUTAGE_ATTEMPTS`. The
+    node is started again before the assertion."""
+    kafka.stop_node(node)
+    capfd.readouterr()
+    time.sleep(OUTAGE_S)
+    attempts = capfd.readouterr().err.count("Connecting to ")
+    kafka.start_node(node)
+    assert 0 < attempts <= MAX_OUTAGE_ATTEMPTS, f"{attempts} connection attempts in {OUTAGE_S:.0f}s"
