@@ -123,9 +123,9 @@ def test_starting_offsets(spark, broker, new_topic, unique_name, tmp_path, mode)
 
 
 def test_starting_offsets_by_timestamp(spark, broker, new_topic, unique_name, tmp_path):
-    """Each partition starts at its first record at or after its timestamp. Neither test
-    broker answers ListOffsets by timestamp correctly, so this also proves the answer is
-    checked against the records (and searched when wrong)."""
+    """Each partition starts at its first record at or after its timestamp. Kafka answers
+    ListOffsets by timestamp; the mock does not answer it correctly, so there this also proves
+    the answer is checked against the records (and searched when wrong)."""
     topic, name = new_topic(2), table_name(unique_name)
     base = 1_700_000_000_000
     records = produce(broker.bootstrap, topic, 40, 2, base_timestamp_ms=base)
