@@ -521,7 +521,7 @@ class OffsetReader:
         specs = {tp: OffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()}
 
         def ask(todo: list[TopicPartition]) -> tuple[dict, dict]:
-            sent = self._send_list_offsets(todo, {tp: specs[tp] for tp in todo})
+            sent = self._send_list_offsets(todo, specs)
             return self._collect_offsets(sent, specs, none_past_end=True)
 
         partial = self._with_retries(sorted(specs), ask)
