@@ -2,8 +2,8 @@
 
 Three Kafka nodes, each in a rack of its own, with the brokers' rack-aware replica selector; a
 partition replicated on all three. A fetcher told the rack of a follower must be sent there by
-the leader and read every record from it. librdkafka's own fetch log says which broker each
-Fetch went to; both fetch paths (the native one consumes without a group, confluent-kafka's
+the leader and read every record from it. librdkafka's own fetch log says which broker
+delivered each record; both fetch paths (the native one consumes without a group, confluent-kafka's
 assigns) are checked.
 """
 
@@ -71,7 +71,7 @@ def test_a_fetcher_reads_from_the_replica_in_its_rack(racked_cluster, path, capf
     follower = 1 if leader != 1 else 2
     opts = parse_stream_options({"kafka.bootstrap.servers": bootstrap, "kafka.group.id": "racked-g",
                                  "subscribe": topic, "kafka.client.rack": f"rack-{follower}"})
-    # debug=fetch: librdkafka logs each Fetch with the broker it goes to
+    # debug=fetch: librdkafka logs the records each broker's Fetch responses delivered
     cfg = {**fetcher_config(opts), "debug": "fetch"}
     capfd.readouterr()
     try:
@@ -82,7 +82,11 @@ def test_a_fetcher_reads_from_the_replica_in_its_rack(racked_cluster, path, capf
         _POOL.clear()  # the fetcher logs at debug level: closed while its output is captured
     assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(RECORDS))
     log = capfd.readouterr().err
-    # "127.0.0.1:PORT/<node id>: Fetch topic racked-native [0] at offset 12 ..."
-    fetched_from = {int(node) for node, offset in
-                    re.findall(rf"/(\d+): Fetch topic {topic} \[0\] at offset (\d+)", log) if int(offset) > 0}
-    assert fetched_from == {follower}, (leader, follower, fetched_from)
+    # "127.0.0.1:PORT/<node id>: Enqueue 299 message(s) (3667 bytes, 299 ops) on racked-native [0]
+    # fetch queue": which broker each record came from. (Not the Fetch requests at offsets above 0:
+    # when the follower's first answer holds all the records, the fetcher may close before it
+    # asks again, and no such request is logged; CI at 7c3a34f met that under load.)
+    delivered: dict[int, int] = {}
+    for node, count in re.findall(rf"/(\d+): Enqueue (\d+) message\(s\) [^\n]* on {topic} \[0\] fetch queue", log):
+        delivered[int(node)] = delivered.get(int(node), 0) + int(count)
+    assert set(delivered) == {follower} and delivered[follower] >= RECORDS, (leader, follower, delivered)
