@@ -49,7 +49,9 @@ packed into one task per core (docs/options.md advises it for small records; Spa
 has no such option: a task per partition). ``--readers`` may add ``groupkafka-python``: groupkafka on the pure-Python fetch path
 (``fetcher=python``, confluent-kafka's Consumer), and ``groupkafka-before``: that path with
 librdkafka's own fetch.queue.backoff.ms (1,000 ms), the fetchers before issue 27; to show, side
-by side in one run, what the native path and the fetchers' settings change.
+by side in one run, what the native path and the fetchers' settings change. ``direct`` is the
+direct-fetch bound (_direct_source.py): the same topic read with Fetch requests of its own and a
+C record parser, no client library; uncompressed workloads only, a yardstick like the floor.
 
 ``--n`` is N at 100 B values; larger values get fewer records (the same bytes, at least 20,000).
 """
@@ -78,6 +80,8 @@ from _common import (  # noqa: E402
     spark_session,
     tree_cpu_seconds,
 )
+from _direct_source import compile_parser  # noqa: E402
+from _direct_source import register as register_direct  # noqa: E402
 from _floor_source import register as register_floor  # noqa: E402
 from throughput import Run  # noqa: E402
 
@@ -95,7 +99,9 @@ TUNED = "groupkafka, packed+tuned"
 VARIANT_OPTIONS = {PYTHON_PATH: {"fetcher": "python"},
                    BEFORE: {"fetcher": "python", "kafka.fetch.queue.backoff.ms": "1000"},
                    PACKED: {}, TUNED: {}}
-READER_NAMES = {"spark": SPARK, "groupkafka": OURS, "floor": FLOOR, "groupkafka-python": PYTHON_PATH,
+#: the direct-fetch bound (_direct_source.py): Kafka read without a client library's per-record work
+DIRECT = "direct fetch bound"
+READER_NAMES = {"spark": SPARK, "direct": DIRECT, "groupkafka": OURS, "floor": FLOOR, "groupkafka-python": PYTHON_PATH,
                 "groupkafka-before": BEFORE, "groupkafka-packed": PACKED, "groupkafka-tuned": TUNED}
 
 
@@ -259,7 +265,11 @@ def kafka_reader(spark, reader: str, broker, topic: str, starting: str, args, gr
 
 def query(spark, reader: str, broker, topic: str, n: int, args, value_size: int) -> Run:
     """One AvailableNow query of ``reader`` over the whole topic into the noop sink."""
-    if reader == FLOOR:
+    if reader == DIRECT:
+        r = limited(spark.readStream.format("benchdirect").option("rows", str(n))
+                    .option("partitions", str(args.partitions)).option("bootstrap", broker.bootstrap)
+                    .option("topic", topic).option("library", args.direct_library), args)
+    elif reader == FLOOR:
         r = limited(spark.readStream.format("benchfloor").option("rows", str(n))
                     .option("partitions", str(args.partitions)).option("valueSize", str(value_size)), args)
     else:
@@ -411,12 +421,16 @@ def main(argv=None) -> int:
     if chosen is None:
         return 0
     available, jars = chosen
-    readers = [r for r in wanted if r in available or r in (FLOOR, *VARIANT_OPTIONS)]
+    args.direct_library = compile_parser() if DIRECT in wanted else None
+    if DIRECT in wanted and args.direct_library is None:
+        wanted.remove(DIRECT)
+    readers = [r for r in wanted if r in available or r in (FLOOR, DIRECT, *VARIANT_OPTIONS)]
     # Spark's Python processes connect back within 15 s by default: on a machine loaded by others
     # the streaming runner missed it and the query failed
     spark = spark_session(args.cores, jars if SPARK in readers else (),
                           {"spark.python.authenticate.socketTimeout": "120s", **extra_conf})
     register_floor(spark)
+    register_direct(spark)
     limit = f"{args.max_offsets_per_trigger:,}" if args.max_offsets_per_trigger > 0 else "none (a read is one trigger)"
     print(f"steady state, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.backend} broker, "
           f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger="
@@ -427,7 +441,9 @@ def main(argv=None) -> int:
         first = True
         for codec in codecs:
             for size in sizes:
-                results.append((size, codec, _workload(spark, broker, readers, size, codec, args, warm=first)))
+                # the direct-fetch bound parses uncompressed batches only
+                here = [r for r in readers if r != DIRECT or codec == "none"]
+                results.append((size, codec, _workload(spark, broker, here, size, codec, args, warm=first)))
                 first = False
         sustained = {}
         kafka_readers = [r for r in readers if r in (SPARK, OURS, PACKED, TUNED)]
