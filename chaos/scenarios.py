@@ -135,9 +135,9 @@ def worker_kill(r: Run) -> None:
     """Kill -9 the executor Python workers while one is busy until three tasks have died
     mid-batch, 10 s apart. Spark retries a task 4 times (local[1,4]); a kill that failed a task
     is followed by 10 s without kills, so its retry runs untouched, the retries are never
-    exhausted and the query must survive and lose nothing. A task per range (smallRangesPerTask=1): at this rate every range is small, and four
-    to a task left too few tasks per batch for a kill to land in one (make chaos at e646c74: no
-    task failed). A task at this rate lasts milliseconds: a kill often lands after its task
+    exhausted and the query must survive and lose nothing. A task per range
+    (smallRangesPerTask=1): at this rate every range is small, and four to a task left too few
+    tasks per batch for a kill to land in one (make chaos at e646c74: no task failed). A task at this rate lasts milliseconds: a kill often lands after its task
     ended (on an idle machine all three did, make chaos at 2ea6aaa), so the scenario counts the
     tasks Spark reports lost, not the kills, and tries again after a kill that failed none."""
     r.produce(rate=100)
