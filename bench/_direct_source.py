@@ -102,7 +102,7 @@ def read_range(library: str, bootstrap: str, topic: str, partition: int, lo: int
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     cols, correlation = _Columns(lo), 0
     with socket.create_connection((host, int(port))) as sock:
-        while cols.state[3] < hi:
+        while cols.state[3] < hi and not cols.state[4]:  # next offset below hi, no record at or past it yet
             correlation += 1
             sock.sendall(_fetch_request(correlation, topic, partition, int(cols.state[3])))
             head = bytearray(4)
@@ -119,9 +119,11 @@ def read_range(library: str, bootstrap: str, topic: str, partition: int, lo: int
                 got += n
             # correlation id, throttle, 1 topic (its name), 1 partition
             at = 8 + 4 + 2 + struct.unpack_from(">h", holder.buf, 12)[0] + 4
-            _, error, _, _, aborted = struct.unpack_from(">ihqqi", holder.buf, at)
+            _, error, high, _, aborted = struct.unpack_from(">ihqqi", holder.buf, at)
             if error:
                 raise RuntimeError(f"Fetch of {topic} [{partition}] at {cols.state[3]}: error code {error}")
+            if high <= cols.state[3]:  # a range past the log's end would be asked for ever
+                raise RuntimeError(f"{topic} [{partition}] ends at {high}, below the range's next offset {cols.state[3]}")
             at += 26 + 16 * max(aborted, 0)
             (length,) = struct.unpack_from(">i", holder.buf, at)
             if length > 0:
@@ -130,7 +132,7 @@ def read_range(library: str, bootstrap: str, topic: str, partition: int, lo: int
                                   cols.state.ctypes.data)
                 if rc:
                     raise RuntimeError(f"{topic} [{partition}]: {_ERRORS.get(rc, rc)} (a bound, not a client)")
-            rows, value_bytes, at_end = int(cols.state[0]), int(cols.state[2]), cols.state[3] >= hi
+            rows, value_bytes, at_end = int(cols.state[0]), int(cols.state[2]), cols.state[3] >= hi or cols.state[4]
             if rows and (rows >= ROWS_PER_BATCH or value_bytes >= FETCH_BYTES or at_end):
                 yield cols.batch(topic, partition)
                 cols = _Columns(int(cols.state[3]))
