@@ -57,7 +57,8 @@ class _Columns:
     def __init__(self, next_offset: int):
         rows, size = 2 * ROWS_PER_BATCH, 2 * FETCH_BYTES
         self.kv, self.vv = np.empty(size, np.uint8), np.empty(size, np.uint8)
-        self.ko, self.vo = np.zeros(rows + 1, np.int32), np.zeros(rows + 1, np.int32)
+        self.ko, self.vo = np.empty(rows + 1, np.int32), np.empty(rows + 1, np.int32)
+        self.ko[0] = self.vo[0] = 0  # the parser writes the end of each row after it
         self.offs, self.ts, self.types = np.empty(rows, np.int64), np.empty(rows, np.int64), np.empty(rows, np.int32)
         self.ptrs = np.array([a.ctypes.data for a in (self.kv, self.ko, self.vv, self.vo, self.offs, self.ts,
                                                       self.types)], np.uint64)
@@ -126,12 +127,17 @@ def read_range(library: str, bootstrap: str, topic: str, partition: int, lo: int
                 raise RuntimeError(f"{topic} [{partition}] ends at {high}, below the range's next offset {cols.state[3]}")
             at += 26 + 16 * max(aborted, 0)
             (length,) = struct.unpack_from(">i", holder.buf, at)
-            if length > 0:
-                base = ctypes.addressof(ctypes.c_char.from_buffer(holder.buf))
-                rc = holder.parse(base + at + 4, length, hi, cols.ptrs.ctypes.data, cols.caps.ctypes.data,
+            base = ctypes.addressof(ctypes.c_char.from_buffer(holder.buf)) + at + 4
+            while length > 0:
+                rc = holder.parse(base, length, hi, cols.ptrs.ctypes.data, cols.caps.ctypes.data,
                                   cols.state.ctypes.data)
-                if rc:
-                    raise RuntimeError(f"{topic} [{partition}]: {_ERRORS.get(rc, rc)} (a bound, not a client)")
+                if rc != -1 or not cols.state[0]:
+                    break
+                # out of room at a whole record: hand the batch over, parse the rest (below next skipped)
+                yield cols.batch(topic, partition)
+                cols = _Columns(int(cols.state[3]))
+            if length > 0 and rc:
+                raise RuntimeError(f"{topic} [{partition}]: {_ERRORS.get(rc, rc)} (a bound, not a client)")
             rows, value_bytes, at_end = int(cols.state[0]), int(cols.state[2]), cols.state[3] >= hi or cols.state[4]
             if rows and (rows >= ROWS_PER_BATCH or value_bytes >= FETCH_BYTES or at_end):
                 yield cols.batch(topic, partition)

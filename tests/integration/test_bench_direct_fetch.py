@@ -63,3 +63,12 @@ def test_a_compressed_topic_fails_the_read(kafka_broker, unique_name, parser) ->
     produce(kafka_broker.bootstrap, topic, 1_000, 1, 300, compression="lz4")
     with pytest.raises(RuntimeError, match="a compressed or control batch"):
         list(read_range(parser, kafka_broker.bootstrap, topic, 0, 0, 1_000))
+
+
+def test_a_response_larger_than_a_batch_is_handed_over_in_several(kafka_broker, unique_name, parser) -> None:
+    topic = unique_name("direct-tiny")
+    kafka_broker.create_topic(topic, 1)
+    produce(kafka_broker.bootstrap, topic, 300_000, 1, 1)  # one 8 MiB answer: more rows than a batch holds
+    batches = list(read_range(parser, kafka_broker.bootstrap, topic, 0, 0, 300_000))
+    assert len(batches) > 1
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(300_000))
