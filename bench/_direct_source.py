@@ -40,8 +40,8 @@ _ERRORS = {-1: "out of room", -2: "a compressed or control batch", -3: "a null k
 
 
 def _library(path: str) -> types.ModuleType:
-    """The worker's parser and receive buffer, kept across tasks (see floor._templates)."""
-    holder = sys.modules.setdefault("_benchdirect_library", types.ModuleType("_benchdirect_library"))
+    """The worker's parser and receive buffer, kept across tasks."""
+    holder = floor.worker_cache("_benchdirect_library")
     if not hasattr(holder, "parse"):
         lib = ctypes.CDLL(path)
         lib.parse.restype = ctypes.c_int
@@ -180,13 +180,14 @@ class DirectDataSource(DataSource):
         return DirectStreamReader(self.options)
 
 
-def compile_parser() -> str | None:
-    """The parser built into a temporary directory; None (with the reason printed) without cc."""
+def compile_parser(directory: str | None = None) -> str | None:
+    """The parser built into ``directory`` (default a new temporary one); None (with the reason
+    printed) without cc."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         print("  (direct fetch bound: no C compiler; left out)")
         return None
-    out = os.path.join(tempfile.mkdtemp(prefix="benchdirect-"), "_direct_fetch.so")
+    out = os.path.join(directory or tempfile.mkdtemp(prefix="benchdirect-"), "_direct_fetch.so")
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_direct_fetch.c")
     subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", out, src], check=True)
     return out

@@ -40,14 +40,20 @@ from spark_groupsource.schema import arrow_schema, spark_schema
 _BLOCK = 10_000
 
 
-def _templates() -> dict[int, pa.RecordBatch]:
-    """The worker's templates. This module travels by value, so each task unpickles it anew:
-    a dict of its own would be empty in every task (building a template cost each task
-    milliseconds no source pays); a module in ``sys.modules`` outlives the task."""
+def worker_cache(name: str):
+    """A namespace that lasts as long as the Python worker. The bench sources travel by value,
+    so each task unpickles them anew: a dict of their own would be empty in every task
+    (building a template cost each task milliseconds no source pays); a module in
+    ``sys.modules`` outlives the task."""
     import sys
     import types
 
-    holder = sys.modules.setdefault("_benchfloor_templates", types.ModuleType("_benchfloor_templates"))
+    return sys.modules.setdefault(name, types.ModuleType(name))
+
+
+def _templates() -> dict[int, pa.RecordBatch]:
+    """The worker's templates, one per value size."""
+    holder = worker_cache("_benchfloor_templates")
     if not hasattr(holder, "by_size"):
         holder.by_size = {}
     return holder.by_size

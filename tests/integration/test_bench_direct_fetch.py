@@ -18,8 +18,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def parser() -> str:
-    path = compile_parser()
+def parser(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = compile_parser(str(tmp_path_factory.mktemp("direct-parser")))
     if path is None:
         pytest.skip("no C compiler (cc) to build bench/_direct_fetch.c")
     return path
