@@ -235,8 +235,8 @@ class GroupMembership:
                 # Never call into the client while holding self._cond: kafka-python runs our
                 # callbacks on its IO thread, which takes self._cond (lock-order deadlock).
                 # At most _POLL_BLOCK_MS inside poll(), the rest of the interval on _closed:
-                # kafka-python's idle poll is a time.sleep that close() cannot cut short (a
-                # whole interval was ~90 ms of every query's stop, measured on Kafka 4.0.1)
+                # a wait inside kafka-python cannot be cut short by close() (a whole interval
+                # was ~90 ms of every query's stop, measured on Kafka 4.0.1)
                 client.poll(min(self.config.poll_interval_ms, _POLL_BLOCK_MS))
                 # poll() returns at once while a join is in flight: do not spin (the GIL is
                 # shared with kafka-python's IO thread, which does the actual work)

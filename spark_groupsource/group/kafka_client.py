@@ -234,9 +234,17 @@ class KafkaGroupClient:
 
     # ---- driving --------------------------------------------------------------------------
     def poll(self, timeout_ms: int) -> None:
-        """One turn of the membership loop: join/heartbeat bookkeeping, keep everything paused."""
+        """One turn of the membership loop: join/heartbeat bookkeeping, keep everything paused.
+
+        Only the coordinator is polled. ``KafkaConsumer.poll`` would also look up a position for
+        every assigned partition (OffsetFetch, ListOffsets to each leader, OffsetForLeaderEpoch
+        after a leader change) for a consumer that never fetches; with a leader down, each poll
+        raised UnknownBrokerIdError out of that lookup (mock, 2026-11-29), and each cost the
+        membership loop a turn."""
         c = self._consumer
-        c.poll(timeout_ms=timeout_ms, max_records=1)
+        if c._closed:
+            raise kerr.IllegalStateError("the group client is closed")
+        self._coord.poll(timeout_ms=timeout_ms)
         assigned = c.assignment()
         if assigned:
             paused = c.paused()
