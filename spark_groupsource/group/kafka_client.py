@@ -616,8 +616,10 @@ async def _send_heartbeat_request(self):
 
 
 async def _join_group_async(self, timeout_ms=None):
-    """kafka-python 3.0.12's ``BaseCoordinator.join_group_async`` with one change: a join task
-    that finished while nobody awaited it is read, never replaced by a new JoinGroup."""
+    """kafka-python 3.0.12's ``BaseCoordinator.join_group_async`` with two changes: a join task
+    that finished while nobody awaited it is read, never replaced by a new JoinGroup; and a
+    join that failed requests a rejoin (``_failed_join``), as Java's ``joinGroupIfNeeded``
+    does."""
     from kafka.util import Timer
 
     timer = Timer(timeout_ms)
@@ -639,16 +641,16 @@ async def _join_group_async(self, timeout_ms=None):
             if not task.is_done:
                 return False  # still in flight: the next poll reads it
             if task.failed() and isinstance(task.exception, kerr.KafkaTimeoutError):
-                self._join_task = None  # the request itself timed out: join again
+                _failed_join(self)  # the request itself timed out: join again
                 if timer.expired:
                     return False
             continue  # finished meanwhile: read its result
         except (kerr.UnknownMemberIdError, kerr.RebalanceInProgressError,
                 kerr.IllegalGenerationError, kerr.MemberIdRequiredError):
-            self._join_task = None
+            _failed_join(self)
             continue
         except kerr.RetriableError:
-            self._join_task = None
+            _failed_join(self)
             if timer.expired:
                 return False
             backoff_ms = self.config["retry_backoff_ms"]
@@ -658,7 +660,7 @@ async def _join_group_async(self, timeout_ms=None):
                 await self._manager._net.sleep(backoff_ms / 1000)
             continue
         except BaseException:
-            self._join_task = None
+            _failed_join(self)
             raise
         self._join_task = None
         with self._lock:
@@ -671,6 +673,17 @@ async def _join_group_async(self, timeout_ms=None):
             self._generation.protocol, assignment_bytes)
         return True
     return True
+
+
+def _failed_join(coord) -> None:
+    """Forget a failed join and ask for another. kafka-python asks only when an answer carried
+    an error: a SyncGroup lost with its connection (a coordinator that crashed or moved) left
+    ``rejoin_needed`` False, and a leader whose rejoin was for changed metadata had already
+    taken its new assignment snapshot, so its loop found nothing to rejoin for and stopped,
+    the member REBALANCING with heartbeats off until the coordinator dropped it (chaos finding
+    13; tests/integration/test_membership_outages.py)."""
+    coord._join_task = None
+    coord.rejoin_needed = True
 
 
 async def _do_join_and_sync_async(self):

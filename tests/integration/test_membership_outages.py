@@ -17,7 +17,8 @@ from helpers import committed_offsets, group_member, wait_until
 from spark_groupsource.devbroker import DevBroker
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
 
-OFFSET_COMMIT, FIND_COORDINATOR = 8, 10
+OFFSET_COMMIT, FIND_COORDINATOR, SYNC_GROUP = 8, 10, 14
+TRANSPORT = -195  # the mock closes the connection instead of answering
 COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS = 15, 16, 14
 REBALANCE_IN_PROGRESS = 27
 
@@ -221,6 +222,33 @@ def test_member_keeps_trying_its_coordinator_and_is_back_soon_after_its_return(c
         took = time.monotonic() - up
         assert took < 8, f"the member committed again {took:.1f}s after its coordinator's return"
         assert committed_offsets(cluster.bootstrap, group, topic, 1) == {0: 7}
+        m.raise_if_failed()
+    finally:
+        m.close()
+
+
+def test_leader_whose_sync_is_lost_after_a_metadata_change_joins_again(cluster, unique_name):
+    """A leader rejoins because its metadata changed (a topic matching its pattern appeared) and
+    loses its SyncGroup with the connection. kafka-python's join loop then asked whether a rejoin
+    was needed, found its assignment snapshot (taken in the leader round) equal to the metadata
+    and no rejoin requested, and stopped: the member sat in REBALANCING with heartbeats off
+    until the coordinator dropped it (chaos finding 13). Java's coordinator requests a rejoin
+    whenever a join fails; so does ours, and the member comes back with the new topic."""
+    prefix, group = unique_name("pat"), unique_name("g")
+    cluster.create_topic(f"{prefix}-a", 2)
+    coordinator = _coordinator_of(cluster, group)
+    m = group_member(cluster, group, None, pattern=f"{prefix}-.*", join_timeout_ms=60_000,
+                     client={"metadata_max_age_ms": 500, "session_timeout_ms": 10_000, "request_timeout_ms": 3_000})
+    m.start()
+    try:
+        _joined(m, f"{prefix}-a", 2)
+        cluster.mock.push_broker_request_error(coordinator, SYNC_GROUP, TRANSPORT, 0)
+        cluster.create_topic(f"{prefix}-b", 2)
+        wait_until(lambda: cluster.mock.broker_pending_errors(coordinator, SYNC_GROUP) == 0, timeout=30,
+                   interval=0.2, message="the leader's SyncGroup for the new topic to be lost")
+        want = {TopicPartition(f"{prefix}-{t}", p) for t in "ab" for p in range(2)}
+        wait_until(lambda: (s := m.snapshot()).generation > 0 and not s.rebalancing and set(s.owned) == want,
+                   timeout=30, interval=0.5, message="the member back with every partition")
         m.raise_if_failed()
     finally:
         m.close()
