@@ -238,7 +238,7 @@ def test_leader_whose_sync_is_lost_after_a_metadata_change_joins_again(cluster, 
     cluster.create_topic(f"{prefix}-a", 2)
     coordinator = _coordinator_of(cluster, group)
     m = group_member(cluster, group, None, pattern=f"{prefix}-.*", join_timeout_ms=60_000,
-                     client={"metadata_max_age_ms": 500, "session_timeout_ms": 10_000, "request_timeout_ms": 3_000})
+                     client={"metadata_max_age_ms": 500, "session_timeout_ms": 6_000, "request_timeout_ms": 3_000})
     m.start()
     try:
         _joined(m, f"{prefix}-a", 2)
