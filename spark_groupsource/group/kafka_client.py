@@ -8,7 +8,10 @@ citizen:
 * ``join_group_async`` starts a new JoinGroup when the previous join task ``is_done``
   without reading its result: a ``poll()`` whose timer ran out while a join was in flight
   throws away a JoinGroup+SyncGroup round that succeeded, and the whole group rebalances
-  again. Ours always reads a finished task's result first.
+  again. Ours always reads a finished task's result first. It also asks for a rejoin only
+  when an answer carried an error: a leader whose SyncGroup was lost with the connection, after
+  a rejoin for changed metadata, stopped rejoining (chaos finding 13). Ours asks after every
+  failed join, as Java's ``joinGroupIfNeeded`` does.
 * ``need_rejoin`` says False while such a finished task waits to be read (the rejoin that
   caused it may have been a metadata change that is settled by then), so the result would
   sit unread until the session expired. Ours says True while a join task exists.
@@ -41,6 +44,9 @@ SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat hand
 the KIP-429 follow-up JoinGroup after a cooperative revocation can wait
 ``followup_join_delay_ms`` (checked in ``need_rejoin``; nothing sleeps) unless the group is
 already rebalancing. See :class:`KafkaGroupClient`.
+
+The member never fetches: it polls only the coordinator (``KafkaConsumer.poll`` would look up
+fetch positions), and its reconnect backoff stops at Java's 1 s, not kafka-python's 30 s.
 
 Everything else the membership needs from the client goes through :class:`KafkaGroupClient`:
 its state, what it reached, one bounded OffsetCommit, OffsetFetch, pause and close.
