@@ -166,7 +166,7 @@ class BackfillPlan:
 
     @classmethod
     def _coordinated(cls, opts, raw, settle_s, assignment_timeout_s, leader_sync_delay_ms) -> BackfillPlan:
-        heartbeat_s = (opts.heartbeat_interval_ms or 3000) / 1000.0
+        heartbeat_s = opt.heartbeat_interval_ms(opts.session_timeout_ms, opts.heartbeat_interval_ms) / 1000.0
         settle = settle_s if settle_s is not None else 2 * heartbeat_s + 1.0
         timeout = assignment_timeout_s if assignment_timeout_s is not None else opts.group_join_timeout_ms / 1000.0
         membership = build_membership(opts, leader_sync_delay_ms=leader_sync_delay_ms)

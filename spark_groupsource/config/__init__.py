@@ -30,10 +30,12 @@ from spark_groupsource.config.options import (
     DEFAULT_MAX_RECORDS_PER_ARROW_BATCH,
     DEFAULT_MAX_TRIGGER_DELAY,
     DEFAULT_POLL_TIMEOUT_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
     FETCHER_PLACEHOLDER_GROUP,
     BatchOptions,
     CommonOptions,
     StreamOptions,
+    heartbeat_interval_ms,
 )
 from spark_groupsource.config.parsing import (
     did_you_mean,
@@ -67,6 +69,7 @@ __all__ = [
     "DEFAULT_MAX_RECORDS_PER_ARROW_BATCH",
     "DEFAULT_MAX_TRIGGER_DELAY",
     "DEFAULT_POLL_TIMEOUT_MS",
+    "DEFAULT_SESSION_TIMEOUT_MS",
     "FETCHER_PLACEHOLDER_GROUP",
     "MEMBERSHIP_TRANSLATIONS",
     "BatchOptions",
@@ -86,6 +89,7 @@ __all__ = [
     "admin_config",
     "did_you_mean",
     "fetcher_config",
+    "heartbeat_interval_ms",
     "is_secret",
     "membership_config",
     "parse_batch_options",

@@ -137,11 +137,23 @@ DEFAULT_FETCH_OFFSET_NUM_RETRIES = 3
 DEFAULT_FETCH_OFFSET_RETRY_INTERVAL_MS = 1_000
 DEFAULT_BROKER_OUTAGE_TIMEOUT_MS = 120_000
 DEFAULT_GROUP_JOIN_TIMEOUT_MS = 120_000
+#: ``session.timeout.ms`` where unset: the Java client's and kafka-python's default.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
 #: Spark's Kafka source default for ``maxTriggerDelay`` (KafkaSourceProvider.DEFAULT_MAX_TRIGGER_DELAY)
 DEFAULT_MAX_TRIGGER_DELAY = "15m"
 #: librdkafka's Consumer needs a group.id even when it only assigns; batch queries without one
 #: use this. The fetchers never subscribe or commit, so it never becomes a group.
 FETCHER_PLACEHOLDER_GROUP = "spark-groupkafka-fetcher"
+
+
+def heartbeat_interval_ms(session_timeout_ms: int | None, configured: int | None = None) -> int:
+    """The classic member's heartbeat interval: ``heartbeat.interval.ms`` where set, else a
+    third of the session timeout (Java's rule of thumb) between 100 ms and Java's default 3 s.
+    One rule for the member that heartbeats and for every bound counted in its heartbeats."""
+    if configured:
+        return int(configured)
+    session = int(session_timeout_ms or DEFAULT_SESSION_TIMEOUT_MS)
+    return max(100, min(3_000, session // 3))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,7 @@ from assignment.errors import AssignmentError
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
 from spark_groupsource.config.access import RefusalWatch, authorization_error, subscription_denied
+from spark_groupsource.config.options import heartbeat_interval_ms
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
     AuthorizationError,
@@ -149,8 +150,7 @@ class GroupMembership:
         # it: the member was removed, the other member got every partition while the drain
         # still held them here, and a second rebalance followed (see test_kafka_coordinator).
         self.rebalance_timeout_s = int(client.get("max_poll_interval_ms", 300_000)) / 1000.0
-        session_ms = int(client.get("session_timeout_ms", 45_000))
-        heartbeat_s = int(client.get("heartbeat_interval_ms", max(100, min(3_000, session_ms // 3)))) / 1000.0
+        heartbeat_s = heartbeat_interval_ms(client.get("session_timeout_ms"), client.get("heartbeat_interval_ms")) / 1000.0
         bound = max(0.25 * self.rebalance_timeout_s, 0.8 * self.rebalance_timeout_s - heartbeat_s)
         self.drain_timeout_s = min(drain_timeout_s, bound)
         self.counters = Counters()

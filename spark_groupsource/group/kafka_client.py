@@ -74,6 +74,7 @@ from kafka.structs import MemberState
 from kafka.structs import TopicPartition as KpTP
 
 from assignment.model import TopicPartition
+from spark_groupsource.config.options import heartbeat_interval_ms
 
 log = logging.getLogger("spark_groupsource.membership")
 
@@ -196,9 +197,8 @@ class KafkaGroupClient:
         """``on_connect``: told the outcome of every connection attempt (None: connected, else
         why not), from the IO thread; kafka-python itself only logs it and reconnects."""
         kwargs = dict(client_config)
-        session = int(kwargs.get("session_timeout_ms", 45_000))
-        # Java's rule of thumb: heartbeat at most a third of the session timeout
-        kwargs.setdefault("heartbeat_interval_ms", max(100, min(3_000, session // 3)))
+        kwargs["heartbeat_interval_ms"] = heartbeat_interval_ms(
+            kwargs.get("session_timeout_ms"), kwargs.get("heartbeat_interval_ms"))
         kwargs.setdefault("reconnect_backoff_max_ms", RECONNECT_BACKOFF_MAX_MS)
         kwargs.update(
             group_id=group_id,

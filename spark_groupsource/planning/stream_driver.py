@@ -97,7 +97,7 @@ class StreamDriver:
                 raise
         if membership is None:
             self._install_shutdown_hooks()
-        first_wait = min(opts.group_join_timeout_ms / 1000.0, max(30.0, (opts.session_timeout_ms or 45_000) / 500.0))
+        first_wait = min(opts.group_join_timeout_ms / 1000.0, max(30.0, (opts.session_timeout_ms or opt.DEFAULT_SESSION_TIMEOUT_MS) / 500.0))
         self.joined = self.membership.wait_for_assignment(timeout_s=first_wait)
         if not self.joined:
             log.warning("group %s: not joined yet; batches start once the group assigns partitions "
@@ -200,8 +200,8 @@ class StreamDriver:
         if self.hold is None:
             return False
         since, held_generation = self.hold
-        session = self.opts.session_timeout_ms or 45_000
-        bound_s = min(session, 3 * (self.opts.heartbeat_interval_ms or session // 3)) / 1000.0
+        session = self.opts.session_timeout_ms or opt.DEFAULT_SESSION_TIMEOUT_MS
+        bound_s = min(session, 3 * opt.heartbeat_interval_ms(session, self.opts.heartbeat_interval_ms)) / 1000.0
         if generation != held_generation or not self.membership.pending() or time.monotonic() - since > bound_s:
             self.hold = None
             return False
@@ -462,7 +462,7 @@ class StreamDriver:
         leaving the group, whose departure began a rebalance)."""
         if not self.joined:
             return None
-        deadline = time.monotonic() + (self.opts.session_timeout_ms or 45_000) / 1000.0
+        deadline = time.monotonic() + (self.opts.session_timeout_ms or opt.DEFAULT_SESSION_TIMEOUT_MS) / 1000.0
         while True:
             snap = self.membership.snapshot()
             if not snap.rebalancing:

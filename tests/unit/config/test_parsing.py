@@ -21,6 +21,7 @@ from spark_groupsource.config import (
     SubscribeTopics,
     TimestampOffsets,
     fetcher_config,
+    heartbeat_interval_ms,
     is_secret,
     membership_config,
     parse_batch_options,
@@ -718,3 +719,12 @@ def test_validate_definition_without_a_group_reports_the_batch_error() -> None:
     with pytest.raises(OptionError) as info:
         validate_definition({**no_group, "startingoffsets": "latest"})
     assert info.value.option == "startingOffsets" and "not valid for a batch" in str(info.value)
+
+
+def test_the_default_heartbeat_is_a_third_of_the_session_within_100_ms_and_3_s() -> None:
+    # Java's rule: one rule for the member that heartbeats and the bounds counted in heartbeats
+    assert heartbeat_interval_ms(None) == 3_000  # session 45 s
+    assert heartbeat_interval_ms(6_000) == 2_000
+    assert heartbeat_interval_ms(10_000) == 3_000  # a third would be 3,333
+    assert heartbeat_interval_ms(150) == 100
+    assert heartbeat_interval_ms(6_000, 500) == 500  # heartbeat.interval.ms wins
