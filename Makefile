@@ -45,8 +45,8 @@ bench:
 	$(PY) bench/small_batches.py
 	$(PY) bench/steady_state.py
 	$(PY) bench/steady_state.py --sizes 100 --codecs none --n 1000000 --partitions 64 --max-offsets-per-trigger 256000 --sustained-s 0
-	$(PY) bench/steady_state.py --sizes 100 --n 2000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
-	$(PY) bench/steady_state.py --sizes 1000,10000 --n 13000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
+	$(PY) bench/steady_state.py --sizes 100 --codecs none,lz4,zstd --n 2000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
+	$(PY) bench/steady_state.py --sizes 1000,10000 --codecs none,lz4,zstd --n 13000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
 
 # A dev broker, a producer, two queries and a librdkafka consumer in one group, drawn into
 # build/demo/ownership.png and build/demo/summary.txt (a few minutes). DEMO_ARGS: see
