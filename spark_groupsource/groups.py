@@ -148,12 +148,14 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from spark_groupsource.config.access import RefusalWatch, authorization_error
+    from spark_groupsource.config.client_configs import NO_AUTO_CREATE
     from spark_groupsource.config.security import parse_security
 
     security = parse_security({k.strip().lower(): v for k, v in (config or {}).items()})
     refusals = RefusalWatch(security, bootstrap, "librdkafka")
+    # never creating the topics it is asked about (an AdminClient's default would: issue 52)
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {}),
-                         "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
+                         **NO_AUTO_CREATE, "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
     deadline = time.monotonic() + timeout_s
     while True:  # in short slices: a refused login or TLS handshake is said as such, at once
         try:

@@ -25,6 +25,14 @@ _MEMBER_ONLY = frozenset(
 )
 
 
+#: No client of ours creates a topic (issue 52). A Metadata request that names a topic the broker
+#: does not have creates it when the broker runs with ``auto.create.topics.enable=true`` (Kafka's
+#: default) and the request allows it: a topic an operator deleted under a running query came back
+#: a second later. librdkafka allows it by default for producer-type handles, which every
+#: ``AdminClient`` is (its consumers default to false: set anyway); kafka-python by default too,
+#: see spark_groupsource/group/no_auto_create.py. The option is refused (config/parsing.py).
+NO_AUTO_CREATE = {"allow.auto.create.topics": False}
+
 #: librdkafka's prefetch per assigned partition, in KiB (``queued.max.messages.kbytes``; see
 #: fetcher_config); a task of long ranges gets four times as much (executor/prefetch.py)
 PREFETCH_KBYTES = 4096
@@ -104,6 +112,7 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
             "isolation.level": opts.isolation_level,
+            **NO_AUTO_CREATE,
         }
     )
     return config
@@ -147,7 +156,6 @@ MEMBERSHIP_TRANSLATIONS: dict[str, tuple[str, Any]] = {
     "receive.buffer.bytes": ("receive_buffer_bytes", _int_value),
     "receive.message.max.bytes": ("receive_message_max_bytes", _int_value),
     "client.dns.lookup": ("client_dns_lookup", str),
-    "allow.auto.create.topics": ("allow_auto_create_topics", _bool_value),
     "exclude.internal.topics": ("exclude_internal_topics", _bool_value),
 }
 
@@ -181,6 +189,9 @@ def membership_config(opts: CommonOptions) -> dict[str, Any]:
     }
     out.update({k: v for k, v in typed.items() if v is not None})
     out.update(opts.security.kafka_python())
+    # the consumer's keyword (kafka-python 3.0.12 does not pass it on to its metadata: the
+    # member's client factory does, spark_groupsource/group/no_auto_create.py)
+    out["allow_auto_create_topics"] = False
     if isinstance(out.get("bootstrap_servers"), str):
         out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",") if s.strip()]
     return out
@@ -202,5 +213,6 @@ _CONSUMER_ONLY = frozenset(
 
 def admin_config(config: Mapping[str, object]) -> dict[str, object]:
     """The connection part of a librdkafka consumer config (servers, security, client id), for
-    an AdminClient, which warns about consumer-only properties."""
-    return {k: v for k, v in config.items() if k not in _CONSUMER_ONLY}
+    an AdminClient, which warns about consumer-only properties; never creating topics (an
+    AdminClient's ``allow.auto.create.topics`` defaults to true: :data:`NO_AUTO_CREATE`)."""
+    return {**{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}, **NO_AUTO_CREATE}

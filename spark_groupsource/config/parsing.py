@@ -154,6 +154,7 @@ def _normalize(options: Mapping[str, str]) -> dict[str, str]:
 def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
     for key in sorted(CONTROLLED.keys() & raw.keys()):
         raise OptionError(option_name(key), f"is set by the source and cannot be given: {CONTROLLED[key]}")
+    _refuse_topic_creation(raw)
 
     protocol, remote_assignor = _group_protocol(raw)
     if protocol == "consumer":
@@ -237,6 +238,20 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         remote_assignor=remote_assignor,
         security=security,
     )
+
+
+def _refuse_topic_creation(raw: Mapping[str, str]) -> None:
+    """``kafka.allow.auto.create.topics``: every client of the source sets it to false (issue 52:
+    config/client_configs.py NO_AUTO_CREATE); ``false`` is accepted as a no-op, anything else refused."""
+    value = raw.get("kafka.allow.auto.create.topics")
+    if value is not None and value.strip().lower() != "false":
+        raise OptionError(
+            "kafka.allow.auto.create.topics",
+            f"a reader never creates topics, got {value!r}: the source sets it to false on every client "
+            "(driver member, offset reader, executors), so that a topic that is missing or was deleted "
+            "stays so even where the broker has auto.create.topics.enable=true; create topics with "
+            "kafka-topics.sh or an AdminClient, and leave this option out",
+        )
 
 
 def _task_counts(raw: Mapping[str, str]) -> dict[str, int | None]:

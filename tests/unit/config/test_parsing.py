@@ -54,6 +54,12 @@ def stream_error(options: dict[str, str]) -> OptionError:
     return info.value
 
 
+def batch_error(options: dict[str, str]) -> OptionError:
+    with pytest.raises(OptionError) as info:
+        parse_batch_options({k.lower(): v for k, v in options.items()})
+    return info.value
+
+
 def error(**extra: str) -> OptionError:
     return stream_error({**BASE, **extra})
 
@@ -431,6 +437,39 @@ def test_controlled_options_are_refused(name: str, hint: str) -> None:
     assert e.option == name and "set by the source" in str(e) and hint in str(e)
 
 
+@pytest.mark.parametrize("value", ["true", "TRUE", " True ", "yes", ""])
+def test_topic_creation_is_refused(value: str) -> None:
+    """A reader never creates topics (issue 52): every client sets allow.auto.create.topics=false,
+    and a user who asks for true is told so, in both modes and at load()."""
+    for parse in (stream_error, batch_error):
+        e = parse({**BASE, "kafka.allow.auto.create.topics": value})
+        assert e.option == "kafka.allow.auto.create.topics"
+        assert "a reader never creates topics" in str(e) and "auto.create.topics.enable" in str(e)
+    with pytest.raises(OptionError, match="a reader never creates topics"):
+        validate_definition({**BASE, "kafka.allow.auto.create.topics": value})
+
+
+def test_topic_creation_off_is_accepted_and_set_on_every_client() -> None:
+    from spark_groupsource.config import admin_config
+
+    for o in (stream(), stream(**{"kafka.allow.auto.create.topics": "false"}), batch()):
+        fetch = fetcher_config(o)
+        assert fetch["allow.auto.create.topics"] is False  # executors' fetchers, offset reader's probe
+        assert admin_config(fetch)["allow.auto.create.topics"] is False  # offset reader, handover watch
+        assert membership_config(o)["allow_auto_create_topics"] is False  # the classic member
+
+
+def test_admin_config_never_allows_topic_creation() -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from spark_groupsource.config import admin_config
+
+    # an AdminClient is a producer-type librdkafka handle: its default is true
+    conf = admin_config({"bootstrap.servers": "127.0.0.1:1", "allow.auto.create.topics": True})
+    assert conf["allow.auto.create.topics"] is False
+    AdminClient({**conf, "log_level": 0})  # librdkafka accepts the property on an admin handle
+
+
 def test_group_protocol_classic_or_consumer() -> None:
     assert stream(**{"kafka.group.protocol": "CLASSIC"}).group_protocol == "classic"
     assert stream(**{"kafka.group.protocol": "consumer"}).group_protocol == "consumer"  # issue #12
@@ -550,6 +589,7 @@ def test_membership_config_translation() -> None:
         "metadata_max_age_ms": 1000,
         "connections_max_idle_ms": 5000,
         "reconnect_backoff_ms": 20,
+        "allow_auto_create_topics": False,  # issue 52: never creates a topic
     }
 
 
