@@ -5,6 +5,12 @@ A stream offset records, for every partition planned in a batch, the range
 ``end``, so a batch replayed after a restart reads exactly the same records,
 including partitions acquired since the previous batch, whose start came from
 the group's committed offset and not from our previous offset.
+
+It also carries ``known``: the partition count of every subscribed topic when the query
+first planned, the same in every batch of the query. A partition beyond it was added (or its
+topic began to match) later, so it starts at its earliest offset when the group holds no
+offset for it, as in Spark's source; carried in every offset so that a restart from the
+checkpoint tells them apart too (``StreamDriver._unclaimed_position``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from assignment.model import TopicPartition
 from spark_groupsource.errors import GroupKafkaError
 
 FORMAT_VERSION = 1
-_EXAMPLE = '{"v":1,"ranges":{"topicA":{"0":[10,25],"1":[7,7]}}}'
+_EXAMPLE = '{"v":1,"ranges":{"topicA":{"0":[10,25],"1":[7,7]}},"known":{"topicA":2}}'
 
 
 class OffsetFormatError(GroupKafkaError, ValueError):
@@ -29,6 +35,9 @@ class StreamOffset:
     """Ranges per partition; ``until`` is the next offset to read after the batch."""
 
     ranges: Mapping[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    # topic -> partition count when the query first planned (None: not recorded, e.g. an
+    # offset written before groupkafka recorded it)
+    known: Mapping[str, int] | None = None
 
     def positions(self) -> dict[TopicPartition, int]:
         return {tp: until for tp, (_, until) in self.ranges.items()}
@@ -40,7 +49,10 @@ class StreamOffset:
         for tp in sorted(self.ranges):
             start, until = self.ranges[tp]
             nested.setdefault(tp.topic, {})[str(tp.partition)] = [start, until]
-        return json.dumps({"v": FORMAT_VERSION, "ranges": nested}, separators=(",", ":"))
+        data: dict[str, object] = {"v": FORMAT_VERSION, "ranges": nested}
+        if self.known is not None:
+            data["known"] = {topic: self.known[topic] for topic in sorted(self.known)}
+        return json.dumps(data, separators=(",", ":"))
 
     @staticmethod
     def from_json(text: str | dict) -> StreamOffset:
@@ -58,9 +70,14 @@ class StreamOffset:
                     if start < 0 or until < start:
                         raise ValueError(f"bad range [{start}, {until}) for {topic}-{p}")
                     ranges[TopicPartition(topic, int(p))] = (start, until)
+            known = data.get("known")
+            if known is not None:
+                known = {str(topic): int(count) for topic, count in known.items()}
+                if any(count < 0 for count in known.values()):
+                    raise ValueError(f"negative partition count in known={data['known']}")
         except (TypeError, ValueError, AttributeError) as exc:
             raise OffsetFormatError(f"bad stream offset: expected e.g. {_EXAMPLE}, got {text!r} ({exc})") from exc
-        return StreamOffset(ranges)
+        return StreamOffset(ranges, known)
 
 
 def fair_share(lags: Mapping[TopicPartition, int], budget: int) -> dict[TopicPartition, int]:

@@ -51,6 +51,15 @@ class DataLossCounters:
     offsets_skipped: int = 0
 
 
+@dataclass
+class ResetSkips:
+    """Records left out on purpose by ``kafka.auto.offset.reset=latest``: a partition that
+    existed when the query first planned, acquired later with no offset in the group."""
+
+    partitions: int = 0
+    offsets_skipped: int = 0
+
+
 class StreamDriver:
     """Driver-only state: group membership, the offset reader, positions, planned batches."""
 
@@ -63,6 +72,10 @@ class StreamDriver:
         self.reader = reader or reader_for(opts)
         self.outage = Unavailability(opts.broker_outage_timeout_ms / 1000.0)
         self.data_loss = DataLossCounters()
+        self.reset_skips = ResetSkips()
+        # topic -> partition count when the query first planned (StreamOffset.known): set by
+        # the first plan of a new query, or read back from the checkpoint's offsets
+        self.known: dict[str, int] | None = None
         self.lock = threading.RLock()
         # partition -> (next offset, acquisition serial it was planned under)
         self.positions: dict[TopicPartition, tuple[int, int]] = {}
@@ -220,6 +233,55 @@ class StreamDriver:
             "'none'; set it to 'earliest' or 'latest', or commit an offset for the group first",
         )
 
+    def _existed_at_start(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` was a partition of the subscription when the query first planned
+        (unknown counts as yes: the rule then falls back to ``kafka.auto.offset.reset``)."""
+        return self.known is None or tp.partition < self.known.get(tp.topic, 0)
+
+    def _unclaimed_position(self, tp: TopicPartition, low: int, high: int) -> int:
+        """Where a partition starts that the group holds no offset for. Added since the query
+        first planned (or its topic began to match the pattern since): at its earliest offset,
+        as Spark's source starts new partitions, since every record in it was written after
+        the query began. Otherwise ``kafka.auto.offset.reset``, as a Java consumer would; what
+        ``latest`` leaves out is logged and counted, never silent."""
+        if not self._existed_at_start(tp):
+            log.info("group %s: %s was added after the query first planned (%s had %d partitions then) and the "
+                     "group has no offset for it: it starts at its earliest offset %d", self.opts.group_id, tp,
+                     tp.topic, self.known.get(tp.topic, 0), low)
+            return low
+        pos = self._reset_position(tp, low, high)
+        if low is not None and pos > low:
+            self.reset_skips.partitions += 1
+            self.reset_skips.offsets_skipped += pos - low
+            log.warning("group %s: %s has no committed offset in the group: kafka.auto.offset.reset=%s starts it "
+                        "at %d, leaving out offsets [%d, %d) (%d offsets in %d partitions so far); set "
+                        "kafka.auto.offset.reset=earliest to read them", self.opts.group_id, tp,
+                        self.opts.auto_offset_reset, pos, low, pos, self.reset_skips.offsets_skipped,
+                        self.reset_skips.partitions)
+        return pos
+
+    def _learn_known(self, offset_json: str | None) -> bool:
+        """Fix ``known`` before anything is planned: from the offsets an earlier run logged, or,
+        on a new query (or a checkpoint written before offsets carried it), from the
+        subscription's partitions now. False while the cluster's metadata cannot be read."""
+        if self.known is not None:
+            return True
+        if offset_json:
+            logged = StreamOffset.from_json(offset_json)
+            if logged.known is not None:
+                self.known = dict(logged.known)
+                return True
+        try:
+            self.known = self._subscription_counts()
+        except BrokerError as exc:
+            self.waiting_on = f"the subscription's partitions cannot be listed yet ({exc})"
+            return False
+        if offset_json and not self.fresh_query:
+            log.info("group %s: the checkpoint's offsets do not say which partitions the query began with: the "
+                     "%d partitions of its subscription now count as existing", self.opts.group_id,
+                     sum(self.known.values()))
+        return True
+
     def _starting_position(self, tp, committed, low, high) -> int:
         """Where a partition owned at the very first plan of a new query starts."""
         start = self.opts.starting
@@ -295,10 +357,10 @@ class StreamDriver:
                 pos = rec[1]
                 if got != rec[1] and self.opts.commit_offsets:
                     self.membership.commit({tp: rec[1]}, {tp: owned[tp]})
-            elif use_starting:
+            elif use_starting and self._existed_at_start(tp):
                 pos = self._starting_position(tp, got, low, high)
             else:
-                pos = got if got is not None else self._reset_position(tp, low, high)
+                pos = got if got is not None else self._unclaimed_position(tp, low, high)
                 kept = self._kept_position(tp, got, generation)
                 if kept is not None:
                     pos = kept
@@ -398,17 +460,21 @@ class StreamDriver:
         group may give this member more later (a rebalance; a leader whose metadata lacked a
         topic created just before the join assigns nothing at first: seen in a clean-clone CI
         run on the mock, where the run then read records written after it began)."""
-        sub = self.opts.subscription
         try:
-            topics = self.reader.topics(getattr(sub, "topics", ()))
+            counts = self._subscription_counts()
         except BrokerError as exc:
             log.info("group %s: AvailableNow caps only the owned partitions: %s", self.opts.group_id, exc)
             return set()
+        return {TopicPartition(t, p) for t, n in counts.items() for p in range(n)}
+
+    def _subscription_counts(self) -> dict[str, int]:
+        """topic -> partition count of every subscribed topic on the cluster now (a subscribed
+        topic that does not exist counts 0: all its partitions will be new)."""
+        sub = self.opts.subscription
+        topics = self.reader.topics(getattr(sub, "topics", ()))
         if isinstance(sub, opt.SubscribeTopics):
-            chosen = [t for t in sub.topics if t in topics]
-        else:
-            chosen = [t for t in topics if not t.startswith("__") and sub.matches(t)]
-        return {TopicPartition(t, p) for t in chosen for p in range(topics[t])}
+            return {t: topics.get(t, 0) for t in sub.topics}
+        return {t: n for t, n in topics.items() if not t.startswith("__") and sub.matches(t)}
 
     def plan_available_now(self, start_json: str | None, max_rows: int | None,
                            sleep=time.sleep) -> str | None:
@@ -480,7 +546,10 @@ class StreamDriver:
         discard the answer): what nobody in the group has read since (``trim_replay``).
         Without commits the group's offsets are not ours to go by: the replay stays whole."""
         with self.lock:
-            logged = StreamOffset.from_json(end_json).ranges
+            logged_offset = StreamOffset.from_json(end_json)
+            if self.known is None and logged_offset.known is not None:
+                self.known = dict(logged_offset.known)
+            logged = logged_offset.ranges
             wanted = {tp: r for tp, r in logged.items() if r[1] > r[0]}
             if not self.opts.commit_offsets or not wanted:
                 return wanted
@@ -506,8 +575,11 @@ class StreamDriver:
             self.waiting_on = None
             asked = self._ask_ahead(start_json)
             self.complete(start_json)
+            self.membership.polled(self.planned)  # kafka.max.poll.interval.ms: the query is back
             # offsets whose commit met a rebalance go out as soon as the generation is stable
             self._forget_lost(self.membership.flush_pending())
+            if not self._learn_known(start_json):
+                return start_json
             snap = self.membership.snapshot()
             self._check_joined()
             if not self.membership.may_plan(snap) or self._held(snap.generation):
@@ -570,7 +642,7 @@ class StreamDriver:
             if not self.membership.batch_planned({tp: owned[tp] for tp, (s, u) in ranges.items() if u > s}):
                 self.waiting_on = "a revocation began"
                 return start_json  # a revocation began meanwhile: plan after the rebalance
-            end = StreamOffset(ranges).to_json()
+            end = StreamOffset(ranges, self.known).to_json()
             self.planned[end] = ({tp: owned[tp] for tp in ranges}, ranges)
             self.planned_any = True
             for tp, (_, until) in ranges.items():

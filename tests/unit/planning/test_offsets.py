@@ -26,13 +26,24 @@ def test_json_round_trip_and_fixed_key_order():
     assert StreamOffset.from_json({"v": 1, "ranges": {}}).ranges == {}
 
 
+def test_known_partition_counts_round_trip_in_a_fixed_order():
+    """``known`` (the partition counts when the query first planned) rides in every offset."""
+    off = StreamOffset({A0: (0, 5)}, known={"b": 3, "a": 2})
+    text = off.to_json()
+    assert text == '{"v":1,"ranges":{"a":{"0":[0,5]}},"known":{"a":2,"b":3}}'
+    assert StreamOffset.from_json(text) == off
+    assert StreamOffset.from_json('{"v":1,"ranges":{}}').known is None  # written before it was carried
+
+
 def test_partition_order_is_numeric_not_lexical():
     off = StreamOffset({TP("a", 10): (0, 1), TP("a", 2): (0, 1)})
     assert off.to_json().index('"2"') < off.to_json().index('"10"')
 
 
 @pytest.mark.parametrize("bad", ["", "nope", "{}", '{"v":2,"ranges":{}}', '{"v":1,"ranges":{"a":{"0":[5,3]}}}',
-                                 '{"v":1,"ranges":{"a":{"0":[-1,3]}}}', '{"v":1,"ranges":{"a":{"x":[1,3]}}}'])
+                                 '{"v":1,"ranges":{"a":{"0":[-1,3]}}}', '{"v":1,"ranges":{"a":{"x":[1,3]}}}',
+                                 '{"v":1,"ranges":{},"known":{"a":-1}}', '{"v":1,"ranges":{},"known":{"a":"x"}}',
+                                 '{"v":1,"ranges":{},"known":[1]}'])
 def test_bad_offsets_are_rejected(bad):
     with pytest.raises(OffsetFormatError):
         StreamOffset.from_json(bad)

@@ -65,10 +65,9 @@ class _Log:
 
 
 def _driver(group: InMemoryMembership, log: _Log, **options: str) -> StreamDriver:
-    opts = parse_stream_options({
-        "kafka.bootstrap.servers": "unused:9092", "kafka.group.id": "g", "subscribe": "t",
-        "startingoffsets": "earliest", **options,
-    })
+    raw = {"kafka.bootstrap.servers": "unused:9092", "kafka.group.id": "g", "subscribe": "t",
+           "startingoffsets": "earliest", **options}
+    opts = parse_stream_options({k: v for k, v in raw.items() if v is not None})  # None: left out
     log.group = group
     d = StreamDriver(opts, membership=group, reader=log)
     d.fresh_query = True  # as initialOffset() says on a new query: startingOffsets applies
@@ -550,3 +549,108 @@ def test_log_starts_are_asked_only_where_a_plan_reads_or_resumes():
     with pytest.raises(DataLossError):
         d.plan(end, None)
     assert log.starts_asked[-1] == {tps[4]}
+
+
+# -- partitions added after the query first planned (issue 52) ---------------------------------
+T2, T3 = TopicPartition("t", 2), TopicPartition("t", 3)
+
+
+def test_a_partition_added_while_the_query_runs_starts_at_its_earliest_offset_with_default_options():
+    """As Spark's source: the topic grows 2 -> 4 partitions while the stream runs; the group has
+    no offset for the new ones, and ``kafka.auto.offset.reset`` (``latest`` by default) would
+    skip what was written into them before the group assigned them. They start at their log
+    start; the partitions that existed at the first plan keep starting at ``latest``."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.assign({T0, T1})
+    d = _driver(group, log, startingoffsets="group")  # the defaults: group offsets, reset latest
+    first = d.plan(None, None)
+    assert first is None  # nothing new since the start: at the end of T0 and T1
+    assert d.known == {"t": 2}
+    log.ends.update({T0: 6, T2: 4, T3: 2})  # 2 records reached the new partitions before the rebalance
+    group.assign({T0, T1, T2, T3})
+    batch = d.plan(first, None)
+    assert _ranges(batch) == {T0: (5, 6), T1: (3, 3), T2: (0, 4), T3: (0, 2)}
+    assert StreamOffset.from_json(batch).known == {"t": 2}  # carried in every batch's offsets
+    assert d.reset_skips.partitions == 0
+
+
+def test_a_partition_of_the_first_plan_without_an_offset_follows_the_reset_policy_counted(caplog):
+    """Another member owned T1 when the query first planned and committed nothing: it existed
+    then, so ``kafka.auto.offset.reset=latest`` governs it, as for a Java consumer; what that
+    leaves out is logged as a warning and counted."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3}, starts={T1: 1})
+    group.assign({T0})
+    d = _driver(group, log, startingoffsets="group")
+    d.plan(None, None)
+    group.assign({T0, T1})
+    log.ends[T0] = 7
+    with caplog.at_level("WARNING", logger="spark_groupsource.stream"):
+        batch = d.plan(None, None)
+    assert _ranges(batch) == {T0: (5, 7), T1: (3, 3)}
+    assert (d.reset_skips.partitions, d.reset_skips.offsets_skipped) == (1, 2)
+    assert "t-1 has no committed offset" in caplog.text and "[1, 3)" in caplog.text
+    assert "kafka.auto.offset.reset=earliest" in caplog.text
+
+
+def test_partitions_added_while_the_query_was_stopped_start_at_their_earliest_after_the_restart():
+    """The checkpoint's offsets say the topic had 2 partitions when the query first planned;
+    after a restart the 2 added meanwhile (no group offset) start at their log start."""
+    group, log = InMemoryMembership(), _Log({T0: 9, T1: 9, T2: 3, T3: 1})
+    logged = StreamOffset({T0: (5, 9), T1: (3, 9)}, known={"t": 2}).to_json()
+    group.offsets.update({T0: 9, T1: 9})
+    group.assign({T0, T1, T2, T3})
+    d = _restarted(group, log)
+    nxt = d.plan(logged, None)
+    assert _ranges(nxt) == {T0: (9, 9), T1: (9, 9), T2: (0, 3), T3: (0, 1)}
+    assert StreamOffset.from_json(nxt).known == {"t": 2}
+
+
+def test_a_checkpoint_without_known_counts_the_partitions_of_now_as_existing():
+    """Offsets written before they carried ``known``: the partitions there now count as
+    existing (the reset policy governs them); those added later start at their log start."""
+    group, log = InMemoryMembership(), _Log({T0: 9, T1: 9})
+    logged = StreamOffset({T0: (5, 9)}).to_json()
+    group.offsets.update({T0: 9})
+    group.assign({T0, T1})
+    d = _restarted(group, log)
+    assert d.plan(logged, None) == logged  # nothing new: T1 starts at its end, as the reset says
+    assert d.known == {"t": 2}
+    assert d.positions[T1][0] == 9 and d.reset_skips.offsets_skipped == 9
+    log.ends.update({T0: 10, TopicPartition("t", 2): 2})
+    group.assign({T0, T1, TopicPartition("t", 2)})
+    assert _ranges(d.plan(logged, None)) == {T0: (9, 10), T1: (9, 9), TopicPartition("t", 2): (0, 2)}
+
+
+def test_a_topic_that_begins_to_match_the_pattern_starts_at_its_earliest_offset():
+    U0 = TopicPartition("u", 0)
+    group, log = InMemoryMembership(), _Log({T0: 5, TopicPartition("__consumer_offsets", 0): 1})
+    group.assign({T0})
+    d = _driver(group, log, startingoffsets="group", subscribepattern="[tu]", subscribe=None)
+    assert d.plan(None, None) is None
+    assert d.known == {"t": 1}
+    log.ends[U0] = 3  # topic u created and written to; the group assigns it
+    group.assign({T0, U0})
+    assert _ranges(d.plan(None, None)) == {T0: (5, 5), U0: (0, 3)}
+
+
+def test_a_subscribed_topic_created_after_the_start_is_read_from_its_earliest_offset():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.assign({T0})
+    d = _driver(group, log, startingoffsets="group", subscribe="t,v")
+    d.plan(None, None)
+    assert d.known == {"t": 1, "v": 0}
+    V0 = TopicPartition("v", 0)
+    log.ends[V0] = 2
+    group.assign({T0, V0})
+    assert _ranges(d.plan(None, None))[V0] == (0, 2)
+
+
+def test_startingoffsets_latest_applies_only_to_partitions_that_existed_at_the_start():
+    """``startingOffsets=latest`` means from now on: a partition added before this member's
+    first assignment arrived (still under the starting options) reads from its earliest."""
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    d = _driver(group, log, startingoffsets="latest")
+    assert d.plan(None, None) is None  # not assigned yet: known is taken all the same
+    log.ends[T1] = 2
+    group.assign({T0, T1})
+    assert _ranges(d.plan(None, None)) == {T0: (5, 5), T1: (0, 2)}
