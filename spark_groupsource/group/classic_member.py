@@ -36,6 +36,7 @@ from spark_groupsource.group.assignor_bridge import (
     perform_assignment,
     rebalance_protocol_of,
 )
+from spark_groupsource.group.poll_interval import PollWatch, leave_warning
 from spark_groupsource.group.seam import (
     CommitResult,
     Counters,
@@ -153,6 +154,9 @@ class GroupMembership:
         heartbeat_s = heartbeat_interval_ms(client.get("session_timeout_ms"), client.get("heartbeat_interval_ms")) / 1000.0
         bound = max(0.25 * self.rebalance_timeout_s, 0.8 * self.rebalance_timeout_s - heartbeat_s)
         self.drain_timeout_s = min(drain_timeout_s, bound)
+        # the query's liveness: a micro-batch in flight longer than max.poll.interval.ms with no
+        # plan since makes the member leave (poll_interval); the drain bound above is shorter
+        self._poll = PollWatch(self.rebalance_timeout_s)
         self.counters = Counters()
         self._assignors = {a.name: a for a in config.assignors}
         self._protocol = rebalance_protocol_of(list(config.assignors))
@@ -228,6 +232,11 @@ class GroupMembership:
         while not self._closed.is_set() and not isinstance(self._error, FencedError):
             try:
                 started = time.monotonic()
+                if self._poll.away:
+                    # left for kafka.max.poll.interval.ms: no poll (it would join again) until
+                    # the query plans again (polled)
+                    self._closed.wait(_JOINING_POLL_S)
+                    continue
                 if client.bootstrapping():  # no broker known yet: a poll would back off 100 ms
                     self._closed.wait(_JOINING_POLL_S)
                     self._check_reach(client)
@@ -237,6 +246,8 @@ class GroupMembership:
                 # At most _POLL_BLOCK_MS inside poll(), the rest of the interval on _closed:
                 # a wait inside kafka-python cannot be cut short by close() (a whole interval
                 # was ~90 ms of every query's stop, measured on Kafka 4.0.1)
+                if self._leave_if_overdue(client):
+                    continue
                 client.poll(min(self.config.poll_interval_ms, _POLL_BLOCK_MS))
                 # poll() returns at once while a join is in flight: do not spin (the GIL is
                 # shared with kafka-python's IO thread, which does the actual work)
@@ -263,6 +274,37 @@ class GroupMembership:
                         self._cond.notify_all()
                     return
                 self._closed.wait(0.2)
+
+    def _leave_if_overdue(self, client: kafka_client.KafkaGroupClient) -> bool:
+        """Leave the group when the query's batch in flight outlasted ``kafka.max.poll.interval.ms``
+        (``poll_interval``). Its partitions are dropped from planning first, so its late commit is
+        skipped (and would be refused: the generation is gone). Not while a join or a revocation
+        is under way: each ends within its own bound (the drain gives up within 80% of the
+        interval), and the leave follows. True when it left."""
+        now = time.monotonic()
+        overdue = self._poll.overdue(now)
+        if overdue is None or self._book.revoking() or client.state().rebalancing:
+            return False
+        self._poll.left(now)
+        self.counters.poll_timeouts += 1
+        log.warning("%s", leave_warning(self.config.group_id, overdue, self._poll.batch_name(),
+                                        int(self.rebalance_timeout_s * 1000), "classic"))
+        self._lost(set(self._book.owned()) | set(self._book.revoking()),
+                   "left the group: the query's micro-batch outlasted kafka.max.poll.interval.ms")
+        try:
+            client.leave("consumer poll timeout has expired (groupkafka: the query's micro-batch outlasted "
+                         "max.poll.interval.ms)", int(self._request_timeout_s * 1000))
+        except Exception as exc:  # noqa: BLE001 - the generation is reset either way
+            log.warning("group %s: LeaveGroup failed (%s): the coordinator moves the partitions once the "
+                        "session expires", self.config.group_id, exc)
+        return True
+
+    def polled(self, batches: Mapping[str, object] | None = None) -> None:
+        """The query planned: a member that left for ``kafka.max.poll.interval.ms`` joins again
+        (the membership loop polls the client again, which sends JoinGroup)."""
+        if self._poll.polled(time.monotonic(), batches):
+            log.info("group %s: the query plans again after leaving for kafka.max.poll.interval.ms: "
+                     "rejoining the group", self.config.group_id)
 
     def _as_denied(self, exc: BaseException) -> BaseException:
         """A missing ACL as an :class:`AuthorizationError` naming principal, resource, operation."""
@@ -399,10 +441,14 @@ class GroupMembership:
     def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
         """Record the batch about to run; False (nothing recorded) when a revocation started
         since the planner looked, so the planner must not hand that batch to Spark."""
-        return self._book.batch_planned(partitions)
+        if not self._book.batch_planned(partitions):
+            return False
+        self._poll.planned(time.monotonic(), partitions)
+        return True
 
     def batch_completed(self) -> None:
         self._book.batch_completed()
+        self._poll.completed(time.monotonic())
 
     @property
     def cooperative(self) -> bool:

@@ -38,6 +38,7 @@ from spark_groupsource.config.access import authorization_error, subscription_de
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
 from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
+from spark_groupsource.group.poll_interval import PollWatch, leave_warning
 from spark_groupsource.group.seam import (
     CommitResult,
     Counters,
@@ -183,6 +184,10 @@ class ConsumerProtocolMembership:
         # (the member's thread only)
         self._refused: dict[TopicPartition, int] = {}
         self._refused_checked = 0.0
+        # the query's liveness (poll_interval): librdkafka's own max.poll.interval.ms never
+        # expires, this member's thread polls it all the time; the drain bound above is shorter
+        self._poll = PollWatch(config.rebalance_timeout_ms / 1000.0)
+        self._rejoin = threading.Event()  # the query planned again after the member left
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -205,15 +210,52 @@ class ConsumerProtocolMembership:
                 conf[key] = value
         try:
             consumer = Consumer(conf)
-            subscription = list(cfg.topics) if cfg.topics else [f"^({cfg.pattern})$"]
-            consumer.subscribe(subscription, on_assign=self._on_assign, on_revoke=self._on_revoke,
-                               on_lost=self._on_lost)
+            self._subscribe(consumer)
         except KafkaException as exc:
             raise MembershipError(f"cannot create the group member for group {cfg.group_id!r}: "
                                   f"{exc.args[0].str() if exc.args else exc}") from None
         self._consumer = consumer
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-kip848-{cfg.group_id}", daemon=True)
         self._thread.start()
+
+    def _subscribe(self, consumer: Consumer) -> None:
+        cfg = self.config
+        subscription = list(cfg.topics) if cfg.topics else [f"^({cfg.pattern})$"]
+        consumer.subscribe(subscription, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_lost)
+
+    def _leave_if_overdue(self, consumer: Consumer) -> None:
+        """Leave the group when the query's batch in flight outlasted ``kafka.max.poll.interval.ms``
+        (``poll_interval``): its partitions are dropped from planning first (the late commit is
+        skipped), then ``unsubscribe()`` makes librdkafka leave (a heartbeat with member epoch
+        -1; -2 for a static member, whose partitions then wait for the session timeout) without
+        the revoke barrier. Subscribed again (a new join) when the query plans again."""
+        if self._rejoin.is_set():
+            self._rejoin.clear()
+            self._empty_since = time.monotonic()  # nothing owned until the broker assigns again
+            self._subscribe(consumer)
+            log.info("group %s: the query plans again after leaving for kafka.max.poll.interval.ms: "
+                     "rejoining the group", self.config.group_id)
+            return
+        now = time.monotonic()
+        overdue = self._poll.overdue(now)
+        if overdue is None:
+            return
+        self._poll.left(now)
+        self.counters.poll_timeouts += 1
+        log.warning("%s", leave_warning(self.config.group_id, overdue, self._poll.batch_name(),
+                                        self.config.rebalance_timeout_ms, "consumer"))
+        gone = self._book.lose(set(self._book.owned()) | set(self._book.revoking()))
+        self.counters.partitions_lost += len(gone)
+        self._refused.clear()
+        consumer.unsubscribe()
+
+    def polled(self, batches: Mapping[str, object] | None = None) -> None:
+        """The query planned: a member that left for ``kafka.max.poll.interval.ms`` joins again
+        (on the member's thread, which owns the client)."""
+        if self._poll.polled(time.monotonic(), batches):
+            self._empty_since = time.monotonic()  # rejoining: owning nothing is not "caught up"
+            self._rejoin.set()
 
     def _client_logger(self) -> logging.Logger:
         logger = logging.getLogger(f"spark_groupsource.consumer_member.librdkafka.{id(self)}")
@@ -238,6 +280,7 @@ class ConsumerProtocolMembership:
                                     self.config.group_id, msg.topic(), msg.partition())
                     self._note_metadata(consumer)  # the epoch also moves without a new assignment
                     self._serve_calls()
+                    self._leave_if_overdue(consumer)
                     self._recheck_refused(consumer)
                     self._check_join_bound()
                 except Exception as exc:  # noqa: BLE001 - kept for raise_if_failed
@@ -350,7 +393,7 @@ class ConsumerProtocolMembership:
         revoked = {_ours(tp) for tp in partitions}
         self._settled(partitions)
         try:
-            if revoked:
+            if revoked and not self._poll.away:  # left for max.poll.interval.ms: nothing to wait for
                 self._drain(revoked)
             self._book.finish_revoke(revoked)
             self.counters.rebalances += 1
@@ -615,10 +658,14 @@ class ConsumerProtocolMembership:
         return True
 
     def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:
-        return self._book.batch_planned(partitions)
+        if not self._book.batch_planned(partitions):
+            return False
+        self._poll.planned(time.monotonic(), partitions)
+        return True
 
     def batch_completed(self) -> None:
         self._book.batch_completed()
+        self._poll.completed(time.monotonic())
 
     def status(self) -> MembershipStatus:
         """What is known: an assignment implies the cluster and the coordinator were reached

@@ -282,6 +282,13 @@ class KafkaGroupClient:
         """Leave (dynamic members only: a static member keeps its slot for a restart)."""
         self._consumer.close(autocommit=False)
 
+    def leave(self, reason: str, timeout_ms: int) -> None:
+        """Leave the group now and keep the client: LeaveGroup (a static member only resets its
+        generation and stops heartbeating, as Java's ``maybeLeaveGroup``; the coordinator then
+        moves its partitions once the session expires). The next ``poll()`` joins again, as a
+        new member."""
+        self._coord.maybe_leave_group(reason=reason, timeout_ms=timeout_ms)
+
     # ---- state --------------------------------------------------------------------------
     def state(self) -> GroupState:
         coord = self._coord

@@ -145,6 +145,9 @@ class InMemoryMembership:
         self._book.batch_completed()
         self._finish_drained()
 
+    def polled(self, batches: Mapping[str, object] | None = None) -> None:
+        """No liveness bound in memory (the unit tests of the planner drive the group)."""
+
     def commit(self, offsets: Mapping[TopicPartition, int],
                serials: Mapping[TopicPartition, int] | None = None) -> CommitResult:
         snap = self.snapshot()

@@ -4,7 +4,7 @@ The stream planner, the commit hook and coordinated backfills see group membersh
 through :class:`Membership`: join (``start``) and leave (``close``); a :class:`Snapshot` of owned
 partitions with acquisition serials, the generation, rebalancing and revoking state; commits
 with a fencing-aware :class:`CommitResult`; committed offsets; the drain hand-shake
-(``batch_planned`` / ``batch_completed``). No client library type crosses it.
+(``batch_planned`` / ``batch_completed``); the query's liveness (``polled``). No client library type crosses it.
 
 :class:`OwnershipBook` holds the decisions behind it that need no client: acquisition
 serials, what is being revoked, what is in flight, which offsets are kept for a retry. The
@@ -76,6 +76,8 @@ class Counters:
     drain_timeouts: int = 0
     # joins where our configured assignor did not decide (KIP-848 group hosting us)
     broker_assigned_joins: int = 0
+    # left the group: a micro-batch in flight longer than kafka.max.poll.interval.ms
+    poll_timeouts: int = 0
 
 
 class Membership(Protocol):
@@ -105,6 +107,10 @@ class Membership(Protocol):
     def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool: ...
 
     def batch_completed(self) -> None: ...
+
+    def polled(self, batches: Mapping[str, object] | None = None) -> None:
+        """The query planned (Spark's latestOffset): the liveness ``kafka.max.poll.interval.ms``
+        bounds (``poll_interval.PollWatch``); a member that left for it rejoins now."""
 
     def commit(self, offsets: Mapping[TopicPartition, int],
                serials: Mapping[TopicPartition, int] | None = None) -> CommitResult: ...
