@@ -15,7 +15,6 @@ from spark_groupsource.config import (
     membership_config,
 )
 from spark_groupsource.group.classic_member import GroupMembership, MembershipConfig
-from spark_groupsource.group.no_auto_create import member_client
 from spark_groupsource.group.seam import Membership
 
 __all__ = ["build_membership", "classic_config", "whole_match"]
@@ -52,9 +51,8 @@ def classic_config(opts: CommonOptions, *, leader_sync_delay_ms: int | None = No
         pattern=whole_match(sub.pattern) if isinstance(sub, SubscribePattern) else None,
         group_instance_id=opts.group_instance_id,
         client_rack=opts.client_rack,
-        # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it.
-        # Its Metadata requests never create a topic (issue 52: group/no_auto_create.py)
-        client_config={"api_version": (2, 3), **membership_config(opts), "kafka_client": member_client},
+        # kafka-python cannot bootstrap against the mock without it; Kafka >= 2.3 serves it
+        client_config={"api_version": (2, 3), **membership_config(opts)},
         leader_sync_delay_ms=opts.leader_sync_delay_ms if leader_sync_delay_ms is None else leader_sync_delay_ms,
         followup_join_delay_ms=opts.followup_join_delay_ms,
         join_timeout_ms=opts.group_join_timeout_ms,

@@ -39,6 +39,11 @@ citizen:
   lookups as Java's ``AbstractCoordinator`` does after an unusable answer:
   ``retry_backoff_ms``, doubling to 1 s, 20 % jitter (:class:`LookupPacer`).
 
+Its Metadata requests never allow topic auto-creation: kafka-python passes the consumer's
+``allow_auto_create_topics`` nowhere, and its cluster metadata's own default is true, so a topic
+deleted under a query was created again on a broker with ``auto.create.topics.enable=true``
+(issue 52). The consumer is given a client factory that says false there: ``no_auto_create.py``.
+
 Two more hooks serve an option for coordinators that answer each member's JoinGroup and
 SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
 the KIP-429 follow-up JoinGroup after a cooperative revocation can wait
@@ -75,6 +80,7 @@ from kafka.structs import TopicPartition as KpTP
 
 from assignment.model import TopicPartition
 from spark_groupsource.config.options import heartbeat_interval_ms
+from spark_groupsource.group.no_auto_create import member_client
 
 log = logging.getLogger("spark_groupsource.membership")
 
@@ -122,6 +128,8 @@ class CommitOutcome:
     fenced: set[TopicPartition]
     error: BaseException | None
     fenced_instance: bool = False  # FENCED_INSTANCE_ID: another process has our instance id
+    # partition -> the error class the broker answered for it (of those in ``failed``)
+    answers: dict[TopicPartition, type] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,6 +162,9 @@ class Callbacks:
     # FENCED_INSTANCE_ID in a Heartbeat answer: another member took our group.instance.id.
     # kafka-python only stops heartbeating there and keeps the assignment as if stable.
     fenced_instance: Callable[[str], None] = lambda where: None
+    # GROUP_AUTHORIZATION_FAILED in a Heartbeat answer (the group's ACL revoked while we run):
+    # kafka-python only logs it and heartbeats on until the session expires
+    denied: Callable[[str], None] = lambda where: None
 
 
 def _ours(tp) -> TopicPartition:
@@ -206,6 +217,10 @@ class KafkaGroupClient:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             partition_assignment_strategy=partition_assignors,
+            # never creating a topic (issue 52): the keyword alone does not reach the Metadata
+            # requests, the client factory does (no_auto_create.py)
+            allow_auto_create_topics=False,
+            kafka_client=member_client,
         )
         if client_rack:
             kwargs.setdefault("client_rack", client_rack)
@@ -374,7 +389,7 @@ class KafkaGroupClient:
                     coord.coordinator_dead(last)
                 elif not all(issubclass(e, _RETRY_SAME) for e in errors):
                     # REBALANCE_IN_PROGRESS and anything else: report, do not retry now
-                    return CommitOutcome(done, set(todo), set(), last)
+                    return CommitOutcome(done, set(todo), set(), last, answers={tp: answers[tp] for tp in todo})
             if time.monotonic() + backoff_s >= deadline or stop.is_set():
                 return CommitOutcome(done, set(todo), set(), last)
             time.sleep(backoff_s)
@@ -551,6 +566,8 @@ def _install(coord, owner: KafkaGroupClient) -> None:
             return None
         if response.error_code == kerr.FencedInstanceIdError.errno:
             owner.callbacks.fenced_instance("Heartbeat")
+        if response.error_code == kerr.GroupAuthorizationFailedError.errno:
+            owner.callbacks.denied("Heartbeat")
         if response.error_code == kerr.RebalanceInProgressError.errno:
             owner._rebalance_signalled = True  # the group moved on: our follow-up joins it now
             owner._followup_at = None

@@ -9,11 +9,11 @@ default is true: every Metadata request then goes out with ``allow_auto_topic_cr
 query was created again within a metadata refresh (Spark's own source leaves it deleted).
 
 :func:`member_client` is the ``kafka_client`` factory the member's ``KafkaConsumer`` is given
-(spark_groupsource/group/factory.py): the same ``KafkaNetClient``, its cluster metadata told
+(spark_groupsource/group/kafka_client.py): the same ``KafkaNetClient``, its cluster metadata told
 ``allow_auto_create_topics=False`` before the first request (the bootstrap) is sent. Metadata
 requests of versions 0-3 carry no such field and let the broker create the topics they name;
-kafka-python sends the highest version both sides know (8 or more for any Kafka from 2.1, and
-the member pins ``api_version`` 2.3), so that never happens with the brokers we support.
+kafka-python sends the highest version both sides know (4 or more for any Kafka from 0.11, and
+the member pins ``api_version`` 2.3: version 8), so that never happens with the brokers we support.
 tests/unit/group/test_no_auto_create.py checks every version from 4 up.
 """
 

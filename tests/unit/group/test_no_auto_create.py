@@ -5,14 +5,15 @@ own default is true. tests/integration/test_topic_never_created.py shows it on a
 from __future__ import annotations
 
 import pytest
-from kafka import KafkaConsumer
 from kafka.cluster import ClusterMetadata
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.broker_version_data import BrokerVersionData
 from kafka.protocol.metadata import MetadataRequest
 
 from spark_groupsource.config import parse_batch_options, parse_stream_options
 from spark_groupsource.group.factory import classic_config
+from spark_groupsource.group.kafka_client import Callbacks, KafkaGroupClient
 from spark_groupsource.group.no_auto_create import forbid_auto_create, member_client
 
 #: The first Metadata version with the field; versions 0-3 let the broker create what they name
@@ -51,21 +52,22 @@ def test_the_member_sends_a_version_with_the_field() -> None:
 
 @pytest.mark.parametrize("parse", [parse_stream_options, lambda o: parse_batch_options({**o, "groupcoordinated": "true"})],
                          ids=["stream", "backfill"])
-def test_the_member_is_built_with_the_factory(parse) -> None:
+def test_the_member_never_allows_creation(parse) -> None:
+    """The classic member as the factory builds it (no connection: ``api_version`` is given)."""
     config = classic_config(parse({"kafka.bootstrap.servers": "127.0.0.1:1", "kafka.group.id": "g",
                                    "subscribe": "orders"}))
-    assert config.client_config["kafka_client"] is member_client
     assert config.client_config["allow_auto_create_topics"] is False
-    # the consumer the member makes from that configuration (no connection: api_version is given)
-    consumer = KafkaConsumer(**config.client_config,
-                             enable_auto_commit=False)
+    callbacks = Callbacks(revoked=None, assigned=lambda tps: None, lost=lambda tps: None,
+                          assign=None, broker_assigns=lambda gen, proto: None)
+    client = KafkaGroupClient(group_id="g", topics=["orders"], pattern=None, group_instance_id=None,
+                              client_rack=None, client_config=config.client_config, partition_assignors=[RangePartitionAssignor],
+                              callbacks=callbacks)
     try:
-        consumer.subscribe(topics=["orders"])
-        cluster = consumer._client.cluster
+        cluster = client._consumer._client.cluster
         cluster.set_topics({"orders"})
         assert cluster.metadata_request().allow_auto_topic_creation is False
     finally:
-        consumer.close(autocommit=False)
+        client.close()
 
 
 def test_a_kafka_python_without_the_setting_fails_loudly() -> None:
