@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conformance.jars import spark_kafka_jars
 from hypothesis import settings
 
 from javaclient import register_kafka_home
@@ -237,7 +238,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("groupkafka-tests")
         .config("spark.ui.enabled", "false")
@@ -248,8 +249,13 @@ def spark() -> Iterator[Any]:
         # how long Spark waits for the Python processes it starts (a streaming query's runner)
         # to connect back: 15 s by default, which a loaded 2-core CI machine can exceed
         .config("spark.python.authenticate.socketTimeout", "120s")
-        .getOrCreate()
     )
+    # Spark's own Kafka source (format("kafka")) beside groupkafka in this one session, for the
+    # conformance suite (docs/conformance.md): a second session cannot coexist with this one
+    jars, _missing = spark_kafka_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     try:
         yield session
