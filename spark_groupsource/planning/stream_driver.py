@@ -32,6 +32,7 @@ from spark_groupsource.planning.admission import (
     MinRowsGate,
     available_records,
 )
+from spark_groupsource.planning.late_batch import lost_ranges, resume_late_batches
 from spark_groupsource.planning.offset_reader import reader_for
 from spark_groupsource.planning.offsets import StreamOffset, has_new_data, plan_ranges, trim_replay
 from spark_groupsource.planning.outage import Unavailability
@@ -95,6 +96,7 @@ class StreamDriver:
         self.completed: dict[TopicPartition, tuple[int, int]] = {}
         # partition -> (offset, acquisition serial) this member's last accepted commit sent
         self.committed_by_us: dict[TopicPartition, tuple[int, int]] = {}
+        self.late: dict[TopicPartition, tuple[int, int]] = {}  # batches completed after their partitions left (late_batch)
         self.gate = MinRowsGate(opts.max_trigger_delay_ms)  # minOffsetsPerTrigger / maxTriggerDelay
         self.closed = False
         self.started_at = time.monotonic()
@@ -172,6 +174,7 @@ class StreamDriver:
         for key in list(self.planned):  # older batches (replayed or superseded) are done too
             self.planned.pop(key)
         snap = self.membership.snapshot()
+        self.late.update(lost_ranges(ranges, serials, snap.owned))
         for tp, (_, until) in ranges.items():
             if tp in serials and snap.owned.get(tp) == serials[tp]:
                 self.completed[tp] = (until, snap.owned_generation)
@@ -346,6 +349,7 @@ class StreamDriver:
         if use_starting and isinstance(self.opts.starting, opt.TimestampOffsets):
             stamps = {tp: self.opts.starting.timestamp_for(tp.topic, tp.partition) for tp in fresh}
             self._by_time = self.reader.for_timestamps({tp: ts for tp, ts in stamps.items() if ts is not None})
+        unclaimed: dict[TopicPartition, int] = {}  # no group offset: where they start, committed below
         for tp in sorted(fresh):
             if tp not in committed:
                 continue  # the coordinator did not answer: planned once it does
@@ -366,11 +370,26 @@ class StreamDriver:
                     pos = kept
             out[tp] = pos
             self.positions[tp] = (pos, owned[tp])
+            if got is None and rec is None:
+                unclaimed[tp] = pos
             log.info("group %s: %s starts at offset %d (committed: %s)", self.opts.group_id, tp, pos, got)
+        self._commit_start(unclaimed, owned)
         if not answer.missing:
             self.started_positions = True
             self.recovered = None
         return out, answer.missing
+
+    def _commit_start(self, starts: Mapping[TopicPartition, int], owned: Mapping[TopicPartition, int]) -> None:
+        """Commit where partitions the group had no offset for start, as a Java consumer's
+        auto-commit commits a reset position: should one be handed over before a batch of ours
+        reads it, the next owner goes on from there instead of resetting again (with
+        ``latest``, past every record written in between)."""
+        if not starts or not self.opts.commit_offsets:
+            return
+        serials = {tp: owned[tp] for tp in starts}
+        result = self.membership.commit(dict(starts), serials)
+        for tp in result.committed:
+            self.committed_by_us[tp] = (starts[tp], serials[tp])
 
     def _check_data_loss(self, positions: dict[TopicPartition, int],
                          marks: Mapping[TopicPartition, tuple[int, int]]) -> None:
@@ -596,6 +615,7 @@ class StreamDriver:
             for tp in [tp for tp in self.positions if tp not in owned]:
                 self.positions.pop(tp)
             self.outage.forget(owned)
+            resume_late_batches(self, owned)  # a batch that completed after its partitions left
             if not owned:
                 if not self.joined:
                     self.waiting_on = "the group has not assigned partitions to this member yet"

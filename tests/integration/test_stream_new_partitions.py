@@ -20,6 +20,7 @@ from test_stream_support import (
     broker_options,
     process_all,
     produce,
+    rows,
     stop,
     table_name,
     to_memory,
@@ -51,6 +52,7 @@ def _stream(spark, broker, topic, group, protocol, metadata_age_ms=1000, **optio
     return spark.readStream.format("groupkafka").options(**base, **options).load()
 
 
+@pytest.mark.compat  # the issue asks for both Kafka versions
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_partitions_added_while_the_stream_runs_are_read_from_their_start(
         spark, kafka_broker, unique_name, tmp_path, protocol):
@@ -78,6 +80,7 @@ def test_partitions_added_while_the_stream_runs_are_read_from_their_start(
         stop(q)
 
 
+@pytest.mark.compat
 def test_partitions_added_while_the_query_is_stopped_are_read_after_the_restart(
         spark, kafka_broker, unique_name, tmp_path):
     """The checkpoint's offsets say which partitions the query began with (KafkaMicroBatchSourceSuite
@@ -140,4 +143,40 @@ def test_a_topic_that_begins_to_match_the_pattern_is_read_from_its_start(
         process_all(q)
         assert_exactly(spark, name, records)
     finally:
+        stop(q)
+
+
+def test_partitions_added_with_a_java_consumer_in_the_group(spark, kafka_broker, unique_name, tmp_path):
+    """A query and a Java consumer with ``auto.offset.reset=latest`` (roundrobin, so each gets
+    new partitions) share a group; the topic grows 4 -> 8 and records reach every partition at
+    once. The query reads every record of the new partitions it is given from their start;
+    the Java consumer starts its new ones at the end, as its reset says (not asserted: Java's
+    own behaviour)."""
+    from javaclient import JavaConsumer
+
+    broker = kafka_broker
+    topic, group = unique_name("grow-java"), unique_name("g")
+    broker.create_topic(topic, 4)
+    name = table_name(unique_name)
+    q = to_memory(_stream(spark, broker, topic, group, {}, metadata_age_ms=5000, assignor="roundrobin"),
+                  name, str(tmp_path / "ck"))
+    java = None
+    try:
+        process_all(q)
+        java = JavaConsumer(broker.bootstrap, group, [topic], assignment_strategy="roundrobin",
+                            auto_offset_reset="latest", session_timeout_ms=broker.recommended_session_timeout_ms,
+                            properties={"metadata.max.age.ms": 5000}, name="java-latest", start=True)
+        java.wait_for(lambda j: len(j.owned()) == 2, message="the Java consumer to own half")
+        _grow(broker.bootstrap, topic, 8)
+        records = produce_keyed(broker.bootstrap, topic, 16, partitions=8)
+        java.wait_for(lambda j: len(j.owned()) == 4, message="the new partitions handed out")
+        java_parts = {p for _, p in java.owned()}
+        ours_want = [r for r in records if r.partition not in java_parts]
+        assert {r.partition for r in ours_want} & {4, 5, 6, 7}, f"the query got no new partition: java {java_parts}"
+        wait_until(lambda: q.exception() is None and
+                   {(r.partition, r.offset) for r in ours_want} <= {(p, o) for _, p, o, _, _ in rows(spark, name)},
+                   timeout=QUERY_TIMEOUT_S, message="every record of the query's partitions")
+    finally:
+        if java is not None:
+            java.close()
         stop(q)

@@ -115,7 +115,7 @@ def test_a_partition_that_comes_back_resumes_from_the_group_not_from_a_stale_pos
     serial = group.snapshot().owned[T0]
     group.lose({T0})  # session expired: gone at once, the batch's commit must not land
     d.complete(batch)
-    assert group.offsets == {}
+    assert group.offsets == {T0: 0}  # where it started (no group offset then), not the batch
     group.offsets[T0] = 7  # meanwhile another member read and committed up to 7
     group.assign({T0})
     assert group.snapshot().owned[T0] != serial
@@ -213,7 +213,7 @@ def test_fenced_commit_forgets_the_position():
     batch = d.plan(None, None)
     group.fence_next_commit()
     nxt = d.plan(batch, None)
-    assert nxt == batch and group.counters.fenced_commits == 1 and not group.offsets
+    assert nxt == batch and group.counters.fenced_commits == 1 and group.offsets == {T0: 0}
     assert T0 not in d.positions
     group.offsets[T0] = 2  # the group's offset when the partition comes back
     group.assign({T0})
@@ -227,7 +227,7 @@ def test_refused_commit_is_kept_and_sent_once_stable():
     batch = d.plan(None, None)
     group.begin_rebalance()  # the coordinator refuses commits during the join
     assert d.plan(batch, None) == batch  # eager: nothing new while rebalancing
-    assert group.pending() == {T0: 5} and not group.offsets
+    assert group.pending() == {T0: 5} and group.offsets == {T0: 0}
     group.assign({T0})  # kept under the same acquisition
     log.ends[T0] = 9
     third = d.plan(batch, None)  # the kept offset goes out first, then the next batch
@@ -643,6 +643,24 @@ def test_a_subscribed_topic_created_after_the_start_is_read_from_its_earliest_of
     log.ends[V0] = 2
     group.assign({T0, V0})
     assert _ranges(d.plan(None, None))[V0] == (0, 2)
+
+
+def test_where_a_partition_without_a_group_offset_starts_is_committed_at_once():
+    """As a Java consumer's auto-commit commits a reset position: handed over before a batch of
+    ours read it, the next owner goes on from there, not from a reset of its own (``latest``
+    would skip what was written in between). Nothing is re-sent with the first batch."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.assign({T0, T1})
+    d = _driver(group, log, startingoffsets="group")
+    assert d.plan(None, None) is None
+    assert group.offsets == {T0: 5, T1: 3}
+    log.ends[T0] = 7
+    batch = d.plan(None, None)
+    sent = []
+    commit = group.commit
+    group.commit = lambda offsets, serials=None: sent.append(dict(offsets)) or commit(offsets, serials)
+    d.plan(batch, None)
+    assert sent == [{T0: 7}]  # T1's start is already the group's
 
 
 def test_startingoffsets_latest_applies_only_to_partitions_that_existed_at_the_start():
