@@ -122,6 +122,31 @@ class SecureKafka:
                 raise AssertionError(f"ACLs for {principal} on {resource} {name} not visible after 30 s")
             time.sleep(0.2)
 
+    def revoke(self, principal: str, resource: str, name: str, *operations: str) -> None:
+        """Delete the ALLOW ACLs of ``operations`` on a literal TOPIC/GROUP for ``principal`` (all of
+        them without ``operations``), and wait until the broker no longer lists them (the
+        authorizer applies a deletion from the metadata log, on one node at once)."""
+        from confluent_kafka.admin import (
+            AclBindingFilter,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        rtype = ResourceType[resource]
+        ops = [AclOperation[op] for op in operations] or [AclOperation.ANY]
+        filters = [AclBindingFilter(rtype, name, ResourcePatternType.LITERAL, principal, None, op,
+                                    AclPermissionType.ALLOW) for op in ops]
+        admin = self.admin()
+        for fut in admin.delete_acls(filters, request_timeout=30).values():
+            fut.result(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(admin.describe_acls(f, request_timeout=10).result(timeout=20) for f in filters):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"ACLs for {principal} on {resource} {name} still listed after 30 s")
+            time.sleep(0.1)
+
     def close(self) -> None:
         self.cluster.close()
         if self.directory:

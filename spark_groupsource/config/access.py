@@ -12,6 +12,7 @@ the bootstrap servers and what to check. Pure: the clients' hooks feed it string
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
@@ -21,7 +22,7 @@ from spark_groupsource.errors import (
     TlsError,
 )
 
-__all__ = ["RefusalWatch", "authorization_error", "classify", "refusal_error"]
+__all__ = ["RefusalWatch", "authorization_error", "classify", "denial", "denied_answer", "refusal_error"]
 
 AUTHENTICATION = "authentication"
 UNTRUSTED = "untrusted"  # the broker's certificate does not verify
@@ -97,6 +98,47 @@ def authorization_error(security: SecurityConfig | None, resource: str, name: st
         f"(bootstrap servers {bootstrap}){said}. Grant it, e.g. kafka-acls.sh --add --allow-principal "
         f"{principal} --operation {operations.split(' ')[0]} --{resource.lower()} {name}; docs/security.md "
         "lists the ACLs a query needs")
+
+
+GROUP_DENIED = "GROUP_AUTHORIZATION_FAILED"
+TOPIC_DENIED = "TOPIC_AUTHORIZATION_FAILED"
+
+
+def denial(text: str) -> str | None:
+    """:data:`GROUP_DENIED` or :data:`TOPIC_DENIED` when an error's name or text is an
+    authorization refusal (kafka-python's ``GroupAuthorizationFailedError``, librdkafka's
+    ``GROUP_AUTHORIZATION_FAILED``, ...), else None."""
+    low = text.lower().replace("_", "").replace(" ", "")
+    if "groupauthorizationfailed" in low:
+        return GROUP_DENIED
+    if "topicauthorizationfailed" in low:
+        return TOPIC_DENIED
+    return None
+
+
+def denied_answer(security: SecurityConfig | None, group: str, answers: Iterable[tuple[str, str]], bootstrap: str,
+                  request: str) -> AuthorizationError | None:
+    """The refusal in a group request's answer (``request``: OffsetCommit, Heartbeat, ...) as the
+    :class:`AuthorizationError` to fail the query with, or None when nothing was refused.
+
+    ``answers``: (topic, error name or text) of what was not accepted. An ACL revoked while a
+    query runs is met first here (the commit of the batch that just ended, a heartbeat): it is
+    not a transient error, retrying cannot help, and the query must fail at once, not keep the
+    offsets and wait for a retry that never succeeds (issue 54). The group is named first: a
+    group refusal stops every commit, a topic refusal that topic's."""
+    topics = set()
+    detail = ""
+    for topic, why in answers:
+        code = denial(why)
+        if code == GROUP_DENIED:
+            return authorization_error(security, "Group", group, f"READ ({request})", bootstrap, why)
+        if code == TOPIC_DENIED:
+            topics.add(topic)
+            detail = detail or why
+    if not topics:
+        return None
+    return authorization_error(security, "Topic", ", ".join(sorted(topics)), f"READ ({request})", bootstrap,
+                               detail)
 
 
 def subscription_denied(security: SecurityConfig | None, topics: tuple[str, ...] | list[str], pattern: str | None,

@@ -21,7 +21,12 @@ from assignment.base import Assignor
 from assignment.errors import AssignmentError
 from assignment.model import RebalanceProtocol, TopicPartition
 from assignment.redundant import RedundantAssignor, primary_partitions
-from spark_groupsource.config.access import RefusalWatch, authorization_error, subscription_denied
+from spark_groupsource.config.access import (
+    RefusalWatch,
+    authorization_error,
+    denied_answer,
+    subscription_denied,
+)
 from spark_groupsource.config.options import heartbeat_interval_ms
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
@@ -189,7 +194,7 @@ class GroupMembership:
             revoked=self._revoke, assigned=self._assigned,
             lost=lambda tps: self._lost(tps, "membership lost (session expired or fenced)"),
             assign=self._assign, broker_assigns=self._on_broker_assigns,
-            fenced_instance=self._fenced_instance,
+            fenced_instance=self._fenced_instance, denied=self._heartbeat_denied,
         )
         try:
             self._client = kafka_client.KafkaGroupClient(
@@ -305,6 +310,19 @@ class GroupMembership:
         if self._poll.polled(time.monotonic(), batches):
             log.info("group %s: the query plans again after leaving for kafka.max.poll.interval.ms: "
                      "rejoining the group", self.config.group_id)
+
+    def _refused(self, error: AuthorizationError) -> None:
+        """An ACL missing while the query runs (revoked): fatal at once, whatever the session
+        timeout; the planner raises it at its next call (raise_if_failed, snapshot)."""
+        with self._cond:
+            if self._error is None:
+                self._error = error
+                log.error("%s", error)
+            self._cond.notify_all()
+
+    def _heartbeat_denied(self, where: str) -> None:
+        self._refused(authorization_error(self.config.security, "Group", self.config.group_id, f"READ ({where})",
+                                          _servers(self.config.client_config)))
 
     def _as_denied(self, exc: BaseException) -> BaseException:
         """A missing ACL as an :class:`AuthorizationError` naming principal, resource, operation."""
@@ -618,6 +636,13 @@ class GroupMembership:
                                     skipped=frozenset(skipped), error=str(out.error))
             if out.failed:
                 self.counters.commit_failures += 1
+                denied = denied_answer(self.config.security, self.config.group_id,
+                                       [(tp.topic, err.__name__) for tp, err in out.answers.items()],
+                                       _servers(self.config.client_config), "OffsetCommit")
+                if denied is not None:  # not kept: no retry can succeed, the query fails now
+                    self._refused(denied)
+                    return CommitResult(committed=frozenset(out.done), failed=frozenset(out.failed),
+                                        skipped=frozenset(skipped), error=str(denied))
                 self._book.keep(out.failed, todo)
                 log.warning("group %s: commit of %d partitions failed (%s); kept and retried once the "
                             "group is stable", self.config.group_id, len(out.failed), out.error)
@@ -656,5 +681,11 @@ class GroupMembership:
             err.step = "coordinator"
             raise err from exc
         except kafka_client.KafkaError as exc:
+            denied = denied_answer(self.config.security, self.config.group_id,
+                                   [(", ".join(sorted({tp.topic for tp in parts})), type(exc).__name__)],
+                                   _servers(self.config.client_config), "OffsetFetch")
+            if denied is not None:
+                self._refused(denied)
+                raise denied from exc
             raise MembershipError(f"group {self.config.group_id!r}: reading committed offsets failed: "
                                   f"{exc}") from exc

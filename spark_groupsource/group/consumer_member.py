@@ -34,7 +34,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as CkTP
 
 from assignment.model import TopicPartition
-from spark_groupsource.config.access import authorization_error, subscription_denied
+from spark_groupsource.config.access import (
+    TOPIC_DENIED,
+    authorization_error,
+    denial,
+    denied_answer,
+    subscription_denied,
+)
 from spark_groupsource.config.client_configs import NO_AUTO_CREATE
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
@@ -115,6 +121,11 @@ class _ClientLog(logging.Handler):
         text = record.getMessage()
         if record.levelno >= logging.WARNING:
             log.log(record.levelno, "group %s: librdkafka: %s", self.member.config.group_id, text)
+            if "fatal" in text.lower() and denial(text):
+                # an ACL revoked while the query runs: librdkafka makes a refused
+                # ConsumerGroupHeartbeat a fatal error, which it says only here (no error event
+                # reached the member's poll on Kafka 4.3.1); every commit then fails "Local: Fatal error"
+                self.member._denied_fatal(text)
         elif "ConsumerGroupHeartbeat" in text and "NOT supported" in text:
             self.member._fail(MembershipError(
                 f"group {self.member.config.group_id!r}: the brokers (bootstrap servers "
@@ -477,6 +488,15 @@ class ConsumerProtocolMembership:
         else:
             self._on_error(err)
 
+    def _denied_fatal(self, text: str) -> None:
+        servers = _servers(self.config.client_config)
+        if denial(text) == TOPIC_DENIED:
+            self._fail(subscription_denied(self.config.security, self.config.topics, self.config.pattern, servers,
+                                           text))
+        else:
+            self._fail(authorization_error(self.config.security, "Group", self.config.group_id,
+                                           "READ (ConsumerGroupHeartbeat, OffsetCommit)", servers, text))
+
     def _fail(self, exc: BaseException) -> None:
         if self._error is None:
             self._error = exc
@@ -520,6 +540,18 @@ class ConsumerProtocolMembership:
         failed = {tp for tp, code in errors.items() if code not in FENCED_CODES}
         done = set(mine) - fenced - failed
         self._book.settle(done | fenced)
+        denied = denied_answer(self.config.security, self.config.group_id,
+                               [(tp.topic, KafkaError(errors[tp]).name()) for tp in failed],
+                               _servers(self.config.client_config), "OffsetCommit")
+        if denied is None and any(errors[tp] == KafkaError._FATAL for tp in failed):
+            denied = MembershipError(f"group {self.config.group_id!r}: librdkafka's member is in a fatal state "
+                                     "(the commit answered 'Local: Fatal error'; the log above says why): it "
+                                     "cannot commit or stay in the group any more")
+        if denied is not None:  # not kept: no retry can succeed, the query fails now
+            self._fail(denied)
+            self.counters.commit_failures += 1
+            return CommitResult(committed=frozenset(done), failed=frozenset(failed), skipped=frozenset(skipped),
+                                error=str(denied))
         error = None
         if fenced:
             self.counters.fenced_commits += 1

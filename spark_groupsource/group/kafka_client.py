@@ -128,6 +128,8 @@ class CommitOutcome:
     fenced: set[TopicPartition]
     error: BaseException | None
     fenced_instance: bool = False  # FENCED_INSTANCE_ID: another process has our instance id
+    # partition -> the error class the broker answered for it (of those in ``failed``)
+    answers: dict[TopicPartition, type] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,6 +162,9 @@ class Callbacks:
     # FENCED_INSTANCE_ID in a Heartbeat answer: another member took our group.instance.id.
     # kafka-python only stops heartbeating there and keeps the assignment as if stable.
     fenced_instance: Callable[[str], None] = lambda where: None
+    # GROUP_AUTHORIZATION_FAILED in a Heartbeat answer (the group's ACL revoked while we run):
+    # kafka-python only logs it and heartbeats on until the session expires
+    denied: Callable[[str], None] = lambda where: None
 
 
 def _ours(tp) -> TopicPartition:
@@ -384,7 +389,7 @@ class KafkaGroupClient:
                     coord.coordinator_dead(last)
                 elif not all(issubclass(e, _RETRY_SAME) for e in errors):
                     # REBALANCE_IN_PROGRESS and anything else: report, do not retry now
-                    return CommitOutcome(done, set(todo), set(), last)
+                    return CommitOutcome(done, set(todo), set(), last, answers={tp: answers[tp] for tp in todo})
             if time.monotonic() + backoff_s >= deadline or stop.is_set():
                 return CommitOutcome(done, set(todo), set(), last)
             time.sleep(backoff_s)
@@ -561,6 +566,8 @@ def _install(coord, owner: KafkaGroupClient) -> None:
             return None
         if response.error_code == kerr.FencedInstanceIdError.errno:
             owner.callbacks.fenced_instance("Heartbeat")
+        if response.error_code == kerr.GroupAuthorizationFailedError.errno:
+            owner.callbacks.denied("Heartbeat")
         if response.error_code == kerr.RebalanceInProgressError.errno:
             owner._rebalance_signalled = True  # the group moved on: our follow-up joins it now
             owner._followup_at = None

@@ -101,3 +101,36 @@ def test_authorization_error_names_principal_resource_operation() -> None:
         assert part in str(err)
     err = authorization_error(SASL, "Topic", "orders", "DESCRIBE (ListOffsets, Metadata)", "h:9093")
     assert "TOPIC_AUTHORIZATION_FAILED" in str(err) and "--topic orders" in str(err)
+
+
+# ---- refusals in a group request's answer (issue 54: ACLs revoked while a query runs)
+
+def test_denial_reads_both_clients_names_and_texts():
+    from spark_groupsource.config.access import GROUP_DENIED, TOPIC_DENIED, denial
+
+    assert denial("GroupAuthorizationFailedError") == GROUP_DENIED  # kafka-python's class
+    assert denial("GROUP_AUTHORIZATION_FAILED") == GROUP_DENIED  # librdkafka's name
+    assert denial("Fatal error: Broker: Group authorization failed: ConsumerGroupHeartbeat fatal error") == GROUP_DENIED
+    assert denial("[Error 29] TopicAuthorizationFailedError") == TOPIC_DENIED
+    assert denial("Broker: Topic authorization failed") == TOPIC_DENIED
+    assert denial("RebalanceInProgressError") is None
+    assert denial("Local: Fatal error") is None
+
+
+def test_denied_answer_names_principal_resource_and_operation():
+    from spark_groupsource.config.access import denied_answer
+    from spark_groupsource.config.security import SecurityConfig
+
+    sec = SecurityConfig(protocol="SASL_PLAINTEXT", mechanism="PLAIN", username="carol", password="pw-1")
+    err = denied_answer(sec, "g1", [("t1", "TopicAuthorizationFailedError"), ("t2", "NoError"),
+                                    ("t0", "TOPIC_AUTHORIZATION_FAILED")], "h:9092", "OffsetCommit")
+    text = str(err)
+    assert type(err).__name__ == "AuthorizationError"
+    for word in ("TOPIC_AUTHORIZATION_FAILED", "User:carol", "READ (OffsetCommit)", "Topic 't0, t1'", "h:9092"):
+        assert word in text, text
+    assert "pw-1" not in text and "t2" not in text
+    # a group refusal is named first: it stops every commit
+    err = denied_answer(sec, "g1", [("t1", "TopicAuthorizationFailedError"), ("t1", "GroupAuthorizationFailedError")],
+                        "h:9092", "OffsetCommit")
+    assert "GROUP_AUTHORIZATION_FAILED" in str(err) and "Group 'g1'" in str(err)
+    assert denied_answer(sec, "g1", [("t1", "RebalanceInProgressError")], "h:9092", "OffsetCommit") is None

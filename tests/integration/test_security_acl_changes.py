@@ -1,0 +1,193 @@
+"""ACLs changed while a query runs (issue 54, part 1), on the secured Apache Kafka node.
+
+A stream reads as ``carol`` (SASL/PLAIN, StandardAuthorizer) holding only READ on its topic and
+its group; the test revokes one of them with the admin client while the query runs, the way an
+operator would. An authorization refusal is not a transient error: the query must fail within
+seconds, whatever the session timeout (the default 45 s here), with an error naming the
+principal, the resource and the missing operation. Before the fix, a topic READ revoked at the
+end of a micro-batch hung the query silently (the commit refused with
+TOPIC_AUTHORIZATION_FAILED was kept and retried for ever, and no batch was planned while it was
+pending), and a group READ revoked failed it only when the member's session ran out. Then the
+ACL is granted again and the query restarted from its checkpoint: it reads every record (none
+lost) and the group's committed offsets reach the log end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from secure_kafka import PASSWORDS, SecureKafka, jaas, start_or_skip
+from test_stream_support import produce, stop
+
+from helpers import committed_offsets, wait_until
+
+pytestmark = pytest.mark.integration
+
+PARTS = 2
+USER = "carol"
+PRINCIPAL = f"User:{USER}"
+#: How soon after the revocation the query must have failed: a few heartbeat intervals (3 s by
+#: default), far below the default 45 s session.
+FAIL_WITHIN_S = 15
+CONSUMER_PROTOCOL = {"kafka.group.protocol": "consumer"}
+
+
+@pytest.fixture(scope="module")
+def secure(kafka_home_param: str | None) -> Iterator[SecureKafka]:
+    sk = start_or_skip(home=kafka_home_param)
+    yield sk
+    sk.close()
+
+
+class _Sink:
+    """A foreachBatch sink (it runs in this process) that records (partition, offset) of every
+    row. ``after_first``: called once, at the end of the first batch with rows (an operator
+    revoking an ACL "at the end of a micro-batch"). ``hold_batch``: that batch id is held before
+    it reads anything until ``release`` is set (a revocation mid-batch)."""
+
+    def __init__(self, after_first=None, hold_batch: int | None = None):
+        self.after_first, self.hold_batch = after_first, hold_batch
+        self.rows: list[tuple[int, int]] = []
+        self.first_done = threading.Event()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.revoked_at: float | None = None
+
+    def __call__(self, df, batch_id: int) -> None:
+        if batch_id == self.hold_batch:
+            self.entered.set()
+            self.release.wait(60)
+        got = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+        self.rows.extend(got)
+        if got and not self.first_done.is_set():
+            if self.after_first is not None:
+                self.after_first()
+                self.revoked_at = time.monotonic()
+            self.first_done.set()
+
+
+def _options(sk: SecureKafka, group: str, topic: str, protocol: str) -> dict[str, str]:
+    opts = {"kafka.bootstrap.servers": sk.listener("SASL"), "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.jaas.config": jaas("PLAIN", USER),
+            "kafka.group.id": group, "subscribe": topic, "kafka.auto.offset.reset": "earliest"}
+    # no session or heartbeat settings: the default 45 s session is what the refusal must not wait for
+    return {**opts, **(CONSUMER_PROTOCOL if protocol == "consumer" else {})}
+
+
+def _start(spark: Any, options: dict[str, str], sink: _Sink, checkpoint: str) -> Any:
+    return (spark.readStream.format("groupkafka").options(**options).load()
+            .writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+            .trigger(processingTime="200 milliseconds").start())
+
+
+def _failure(query: Any, since: float, within_s: float) -> str:
+    """The query's error, which must come within ``within_s`` of ``since`` (monotonic)."""
+    left = max(1.0, since + within_s - time.monotonic())
+    try:
+        ended = query.awaitTermination(left)
+    except Exception as exc:  # noqa: BLE001 - awaitTermination raises the query's exception
+        took = time.monotonic() - since
+        assert took < within_s, f"failed {took:.1f}s after the revocation (bound {within_s}s)"
+        return str(exc)
+    assert ended, (f"the query still runs {time.monotonic() - since:.1f}s after the revocation, with no "
+                   f"error: it waits silently")
+    assert query.exception() is not None, "the query stopped without an error"
+    return str(query.exception())
+
+
+def _assert_names(text: str, code: str, resource: str, operation: str) -> None:
+    for word in ("AuthorizationError", code, PRINCIPAL, resource, operation):
+        assert word in text, f"{word!r} missing from the error: {text[-3000:]}"
+    assert PASSWORDS[USER] not in text
+
+
+def _restart_reads_everything(spark: Any, sk: SecureKafka, options: dict[str, str], checkpoint: str,
+                              first: _Sink, records, topic: str, group: str) -> None:
+    """Restarted from the checkpoint (ACLs granted again): every record read by one run or the
+    other, and the group's committed offsets reach the log end."""
+    sink = _Sink()
+    query = _start(spark, options, sink, checkpoint)
+    want = {(r.partition, r.offset) for r in records}
+    try:
+        wait_until(lambda: want <= set(first.rows) | set(sink.rows) or query.exception() is not None,
+                   timeout=60, interval=0.3, message="the restarted query to read every record")
+        assert query.exception() is None, str(query.exception())[-3000:]
+        ends = {p: max(o for q, o in want if q == p) + 1 for p in range(PARTS)}
+        wait_until(lambda: committed_offsets(sk.admin_bootstrap, group, topic, PARTS) == ends,
+                   timeout=30, interval=0.3, message=f"group {group} to commit {ends}")
+    finally:
+        stop(query)
+    assert set(first.rows) | set(sink.rows) == want, "records lost"
+    assert not set(sink.rows) - want, "foreign rows"
+
+
+def _setup(sk: SecureKafka, unique_name) -> tuple[str, str, list]:
+    topic, group = unique_name("aclrv"), unique_name("g")
+    sk.create_topic(topic, PARTS)
+    sk.grant(PRINCIPAL, "TOPIC", topic, "READ")
+    sk.grant(PRINCIPAL, "GROUP", group, "READ")
+    return topic, group, produce(sk.admin_bootstrap, topic, 20, PARTS)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("revoked", ["topic", "group"])
+def test_an_acl_revoked_between_batches_fails_the_query_at_once(spark, secure, revoked, protocol, unique_name,
+                                                                tmp_path):
+    """Revoked at the end of a micro-batch (inside the sink, so before the next trigger commits
+    that batch): the next trigger's commit is refused, and so is every heartbeat after a group
+    revocation. The query fails within seconds naming principal, resource and operation."""
+    topic, group, records = _setup(secure, unique_name)
+    resource = ("TOPIC", topic) if revoked == "topic" else ("GROUP", group)
+    sink = _Sink(after_first=lambda: secure.revoke(PRINCIPAL, *resource, "READ"))
+    options = _options(secure, group, topic, protocol)
+    checkpoint = str(tmp_path / "ck")
+    query = _start(spark, options, sink, checkpoint)
+    try:
+        assert sink.first_done.wait(60), "no first batch"
+        records += produce(secure.admin_bootstrap, topic, 10, PARTS, start=20)  # written after the revocation
+        text = _failure(query, sink.revoked_at, FAIL_WITHIN_S)
+    finally:
+        stop(query)
+    if revoked == "topic":
+        _assert_names(text, "TOPIC_AUTHORIZATION_FAILED", f"Topic '{topic}'", "READ")
+    else:
+        _assert_names(text, "GROUP_AUTHORIZATION_FAILED", f"Group '{group}'", "READ")
+
+    secure.grant(PRINCIPAL, *resource, "READ")
+    _restart_reads_everything(spark, secure, options, checkpoint, sink, records, topic, group)
+
+
+@pytest.mark.parametrize("revoked", ["topic", "group"])
+def test_an_acl_revoked_mid_batch_fails_the_query_at_once(spark, secure, revoked, unique_name, tmp_path):
+    """Revoked while a batch is in flight (the sink holds batch 1 before it reads anything): a
+    topic READ revoked meets the executors' Fetch, which fails the task with the error (no retry
+    loop until kafkaConsumer.pollTimeoutMs); a group READ revoked meets the heartbeats at once
+    and the batch's commit, and the query fails before it plans again."""
+    topic, group, records = _setup(secure, unique_name)
+    resource = ("TOPIC", topic) if revoked == "topic" else ("GROUP", group)
+    sink = _Sink(hold_batch=1)
+    options = _options(secure, group, topic, "classic")
+    checkpoint = str(tmp_path / "ck")
+    query = _start(spark, options, sink, checkpoint)
+    try:
+        assert sink.first_done.wait(60), "no first batch"
+        records += produce(secure.admin_bootstrap, topic, 10, PARTS, start=20)
+        assert sink.entered.wait(60), "batch 1 never started"
+        secure.revoke(PRINCIPAL, *resource, "READ")
+        revoked_at = time.monotonic()
+        sink.release.set()
+        text = _failure(query, revoked_at, FAIL_WITHIN_S)
+    finally:
+        sink.release.set()
+        stop(query)
+    if revoked == "topic":
+        _assert_names(text, "TOPIC_AUTHORIZATION_FAILED", f"Topic '{topic}'", "READ (Fetch)")
+    else:
+        _assert_names(text, "GROUP_AUTHORIZATION_FAILED", f"Group '{group}'", "READ")
+
+    secure.grant(PRINCIPAL, *resource, "READ")
+    _restart_reads_everything(spark, secure, options, checkpoint, sink, records, topic, group)
