@@ -1,11 +1,13 @@
-"""What a scenario's records say: lost, deleted, duplicates against the promise, wrong reads.
-Pure: the inputs are the producer's delivery reports, the sinks' batches and the facts the
-scenario recorded (acquisitions, retention points, final committed offsets)."""
+"""What a scenario's records say: lost, deleted, duplicates against the promise, wrong reads,
+and the order of each member's reads (:func:`order_breaks`). Pure: the inputs are the
+producer's delivery reports, the sinks' batches and the facts the scenario recorded
+(acquisitions, retention points, final committed offsets, the topic's incarnations)."""
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chaos.sink import Batch
@@ -24,6 +26,7 @@ class Tally:
     handovers: int = 0  # partition handovers, summed over partitions (see handover_count)
     lost_examples: list[tuple[int, int, int]] = field(default_factory=list)  # (seq, partition, offset)
     deleted_records: list[tuple[int, int]] = field(default_factory=list)  # (partition, offset)
+    gone: int = 0  # unread records of a topic incarnation that was deleted (gone with the topic: not lost)
 
 
 def separate_log_copies(
@@ -61,13 +64,20 @@ def tally(
     deleted_before: Mapping[int, int] | None = None,
     counted_below: Mapping[int, int | None] | None = None,
     per_member: bool = False,
+    incarnation_of: Mapping[int, int] | None = None,
+    gone_incarnations: Collection[int] = (),
 ) -> Tally:
     """``acquisitions``: member -> partition -> how many times it acquired the partition (from
     its logs). ``deleted_before``: partition -> retention point. ``counted_below``: when the
     query was expected to stop with a failure, only records below these offsets (the group's
     final commits; None: nothing committed) can be lost. ``per_member``: `redundant` reads each
-    record once per replica by design, so duplicates count re-reads by the same member."""
+    record once per replica by design, so duplicates count re-reads by the same member.
+    ``incarnation_of``: seq -> the incarnation of the topic it was written to (0 when absent:
+    a topic never deleted); an unread record of an incarnation in ``gone_incarnations`` (the
+    topic was deleted after it was written) is ``gone``, like a record retention deleted,
+    not lost."""
     deleted_before = deleted_before or {}
+    incarnation_of = incarnation_of or {}
     reads: Counter = Counter()  # (slot, seq)
     wrong = 0
     for b in batches:
@@ -77,9 +87,12 @@ def tally(
                 wrong += 1
             reads[(slot, s)] += 1
     seen = {s for _slot, s in reads}
-    lost, deleted = [], []
+    lost, deleted, gone = [], [], 0
     for s, (p, o) in produced.items():
         if s in seen:
+            continue
+        if incarnation_of.get(s, 0) in gone_incarnations:
+            gone += 1
             continue
         if o is None:  # reported delivered, offset unknown, not found in the log either: not excused
             lost.append((s, p, -1))
@@ -98,7 +111,7 @@ def tally(
         dup_total=dup_total, dup_max=dup_max, wrong=wrong,
         dup_breaches=_promise_breaches(produced, batches, reads, acquisitions, per_member),
         handovers=handover_count(batches, acquisitions, per_member),
-        lost_examples=lost[:10], deleted_records=sorted(deleted),
+        lost_examples=lost[:10], deleted_records=sorted(deleted), gone=gone,
     )
 
 
@@ -167,3 +180,98 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
             out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) of "
                        f"{len(reread_batches[key])} batches with {handovers} handovers")
     return out
+
+
+def order_breaks(
+    produced: Mapping[int, tuple[int, int | None]],
+    batches: Sequence[Batch],
+    *,
+    acquisitions: Mapping[str, Counter] | None = None,
+    deleted_before: Mapping[int, int] | None = None,
+    skipped: Sequence[tuple[int, int, int]] = (),
+    incarnation_of: Mapping[int, int] | None = None,
+    per_member: bool = False,
+) -> list[str]:
+    """The order of each reader's reads, as Jepsen's Kafka checker judges it: within one
+    owner's read of a partition (its consecutive batches reading it, between handovers to
+    another owner), offsets only rise, and no offset that holds a record is skipped unless the
+    skip is a reported loss.
+
+    ``batches`` in read order (:func:`chaos.sink.read_batches`), rows in the order the sink
+    got them. ``acquisitions``: owner (member incarnation or plain consumer) -> partition ->
+    times it acquired the partition: each acquisition after the first allows one step back
+    (a member that lost a partition and got it back, nobody reading it in between, restarts
+    at the group's offset: a re-read, which the duplicate promise judges). Offsets that hold
+    a record: those of ``produced`` (seq -> (partition, offset); a copy of
+    :func:`separate_log_copies` is a record too). Excused skips: offsets below the retention
+    point (``deleted_before``), inside a logged data-loss range ``skipped`` (partition, from,
+    until), or of another incarnation of the topic (``incarnation_of``: seq -> incarnation;
+    a read that moves to a new incarnation starts over, and skipping the new incarnation's
+    first records is a gap like any other). ``per_member``: `redundant` replicas each read
+    every record, so one owner's reads are judged apart from the others' (no handovers).
+
+    Returns one line per break: a gap (offsets holding records skipped) or a reorder (an
+    offset at or below the one read before, with no re-acquisition to explain it)."""
+    acquisitions = acquisitions or {}
+    deleted_before = deleted_before or {}
+    incarnation_of = incarnation_of or {}
+    holding: dict[tuple[int, int], list[int]] = defaultdict(list)  # (incarnation, partition) -> offsets
+    for s, (p, o) in produced.items():
+        if o is not None and o >= 0:
+            holding[(incarnation_of.get(s, 0), p)].append(o)
+    for offsets in holding.values():
+        offsets.sort()
+    skips: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for p, lo, hi in skipped:
+        skips[p].append((lo, hi))
+
+    def unexcused(inc: int, p: int, after: int, until: int) -> list[int]:
+        """Offsets in (after, until) of this incarnation holding a record and not excused."""
+        offsets = holding.get((inc, p), [])
+        i, j = bisect.bisect_right(offsets, after), bisect.bisect_left(offsets, until)
+        return [o for o in offsets[i:j] if o >= deleted_before.get(p, -1)
+                and not any(lo <= o < hi for lo, hi in skips.get(p, ()))]
+
+    # (key, partition) -> (owner, incarnation, last offset, batch); key: "group", or the owner
+    last: dict[tuple[str, int], tuple[str, int, int, int]] = {}
+    allowance: dict[tuple[str, int], int] = {}
+    out: list[str] = []
+    for b in batches:
+        key = b.owner if per_member else "group"
+        for p, o, s in b.rows:
+            inc = incarnation_of.get(s, 0)
+            prev = last.get((key, p))
+            last[(key, p)] = (b.owner, inc, o, b.batch)
+            if prev is None or prev[0] != b.owner:
+                continue  # a new owner's first read: the lost and duplicate checks judge handovers
+            _owner, prev_inc, prev_o, prev_batch = prev
+            if inc != prev_inc:
+                prev_o = -1  # the topic was deleted and created again: the new log starts over
+            if o > prev_o:
+                missing = unexcused(inc, p, prev_o, o)
+                if missing:
+                    out.append(f"{b.owner} partition {p}: gap, read offset {o} (batch {b.batch}) after "
+                               f"{prev_o} (batch {prev_batch}), skipping {len(missing)} records at offsets "
+                               f"{_ranges(missing)} in no reported loss")
+                continue
+            akey = (b.owner, p)
+            if akey not in allowance:
+                allowance[akey] = max(acquisitions.get(b.owner, Counter()).get(p, 0) - 1, 0)
+            if allowance[akey] > 0:
+                allowance[akey] -= 1  # re-acquired: restarts at the group's offset
+                continue
+            out.append(f"{b.owner} partition {p}: reorder, read offset {o} (batch {b.batch}) after {prev_o} "
+                       f"(batch {prev_batch}) with no re-acquisition of the partition")
+    return out
+
+
+def _ranges(offsets: Sequence[int], most: int = 3) -> str:
+    """[3, 7), [9, 10) ... for sorted offsets."""
+    spans: list[list[int]] = []
+    for o in offsets:
+        if spans and spans[-1][1] == o:
+            spans[-1][1] = o + 1
+        else:
+            spans.append([o, o + 1])
+    text = ", ".join(f"[{lo}, {hi})" for lo, hi in spans[:most])
+    return text + (f" and {len(spans) - most} more ranges" if len(spans) > most else "")
