@@ -147,20 +147,36 @@ class SecureKafka:
                 raise AssertionError(f"ACLs for {principal} on {resource} {name} still listed after 30 s")
             time.sleep(0.1)
 
+    def set_scram_password(self, user: str, mechanism: str, password: str) -> None:
+        """Rotate ``user``'s SCRAM credential of ``mechanism`` (SCRAM-SHA-256/512) to ``password``."""
+        from confluent_kafka.admin import (
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        mech = ScramMechanism[mechanism.replace("-", "_")]
+        admin = self.admin()
+        upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(mech, 4096), password.encode())
+        for fut in admin.alter_user_scram_credentials([upsert]).values():
+            fut.result(timeout=60)
+
     def close(self) -> None:
         self.cluster.close()
         if self.directory:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_secure_kafka(directory: str | None = None, home: str | None = None, brokers: int = 1) -> SecureKafka:
+def start_secure_kafka(directory: str | None = None, home: str | None = None, brokers: int = 1,
+                       extra_config: dict[str, str] | None = None) -> SecureKafka:
     """Make the certificates, start ``brokers`` nodes (of the Kafka installation ``home``; None:
-    the dev broker's default; each with every listener, PLAINTEXT between them), create the
-    SCRAM users (raises DevBrokerError)."""
+    the dev broker's default; each with every listener, PLAINTEXT between them, and
+    ``extra_config`` besides), create the SCRAM users (raises DevBrokerError)."""
     own = directory is None
     directory = directory or tempfile.mkdtemp(prefix="groupkafka-secure-")
     pki = make_pki(os.path.join(directory, "pki"))
-    cluster = KafkaCluster(brokers, config=_broker_config(pki), workdir=os.path.join(directory, "kafka"),
+    config = {**_broker_config(pki), **(extra_config or {})}
+    cluster = KafkaCluster(brokers, config=config, workdir=os.path.join(directory, "kafka"),
                            extra_listeners=LISTENERS, home=home)
     try:
         cluster.start()
@@ -174,7 +190,7 @@ def start_secure_kafka(directory: str | None = None, home: str | None = None, br
     return sk
 
 
-def start_or_skip(home: str | None = None, brokers: int = 1) -> SecureKafka:
+def start_or_skip(home: str | None = None, brokers: int = 1, extra_config: dict[str, str] | None = None) -> SecureKafka:
     """:func:`start_secure_kafka` for a test fixture: skips where no Kafka can run here or tests
     point elsewhere (GROUPKAFKA_TEST_BOOTSTRAP), fails the test if the nodes do not start."""
     import pytest
@@ -187,7 +203,7 @@ def start_or_skip(home: str | None = None, brokers: int = 1) -> SecureKafka:
     if os.environ.get("GROUPKAFKA_TEST_BOOTSTRAP", "").strip():
         pytest.skip("needs the embedded kafka broker; GROUPKAFKA_TEST_BOOTSTRAP points tests elsewhere")
     try:
-        return start_secure_kafka(home=home, brokers=brokers)
+        return start_secure_kafka(home=home, brokers=brokers, extra_config=extra_config)
     except DevBrokerError as exc:
         pytest.fail(f"cannot start the secured Kafka cluster of {brokers}: {exc}", pytrace=False)
 

@@ -36,9 +36,15 @@ FAIL_WITHIN_S = 15
 CONSUMER_PROTOCOL = {"kafka.group.protocol": "consumer"}
 
 
+#: KIP-368 on the SASL_PLAINTEXT listener's SCRAM-SHA-512 logins only (the ACL cases log in with
+#: PLAIN): the broker closes a connection whose session outlived it without re-authenticating
+REAUTH_MS = 10_000
+REAUTH = {"listener.name.sasl.scram-sha-512.connections.max.reauth.ms": str(REAUTH_MS)}
+
+
 @pytest.fixture(scope="module")
 def secure(kafka_home_param: str | None) -> Iterator[SecureKafka]:
-    sk = start_or_skip(home=kafka_home_param)
+    sk = start_or_skip(home=kafka_home_param, extra_config=REAUTH)
     yield sk
     sk.close()
 
@@ -91,6 +97,8 @@ def _failure(query: Any, since: float, within_s: float) -> str:
         ended = query.awaitTermination(left)
     except Exception as exc:  # noqa: BLE001 - awaitTermination raises the query's exception
         took = time.monotonic() - since
+        said = next((line for line in str(exc).splitlines() if "Error: " in line and "groupkafka" not in line), "")
+        print(f"MEASURED: the query failed {took:.1f}s after the change: {said.strip()[:600]}")
         assert took < within_s, f"failed {took:.1f}s after the revocation (bound {within_s}s)"
         return str(exc)
     assert ended, (f"the query still runs {time.monotonic() - since:.1f}s after the revocation, with no "
@@ -105,6 +113,17 @@ def _assert_names(text: str, code: str, resource: str, operation: str) -> None:
     assert PASSWORDS[USER] not in text
 
 
+def _committed(sk: SecureKafka, group: str, topic: str) -> dict[int, int | None] | None:
+    """The group's committed offsets; None while its coordinator is not ready (NOT_COORDINATOR
+    right after the node started)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return committed_offsets(sk.admin_bootstrap, group, topic, PARTS)
+    except KafkaException:
+        return None
+
+
 def _restart_reads_everything(spark: Any, sk: SecureKafka, options: dict[str, str], checkpoint: str,
                               first: _Sink, records, topic: str, group: str) -> None:
     """Restarted from the checkpoint (ACLs granted again): every record read by one run or the
@@ -117,7 +136,7 @@ def _restart_reads_everything(spark: Any, sk: SecureKafka, options: dict[str, st
                    timeout=60, interval=0.3, message="the restarted query to read every record")
         assert query.exception() is None, str(query.exception())[-3000:]
         ends = {p: max(o for q, o in want if q == p) + 1 for p in range(PARTS)}
-        wait_until(lambda: committed_offsets(sk.admin_bootstrap, group, topic, PARTS) == ends,
+        wait_until(lambda: _committed(sk, group, topic) == ends,
                    timeout=30, interval=0.3, message=f"group {group} to commit {ends}")
     finally:
         stop(query)
@@ -191,3 +210,116 @@ def test_an_acl_revoked_mid_batch_fails_the_query_at_once(spark, secure, revoked
 
     secure.grant(PRINCIPAL, *resource, "READ")
     _restart_reads_everything(spark, secure, options, checkpoint, sink, records, topic, group)
+
+
+@pytest.mark.parametrize(("revoked", "protocol"), [("group", "classic"), ("group", "consumer"), ("topic", "classic")])
+def test_an_acl_revoked_while_the_query_is_idle_fails_it_at_once(spark, secure, revoked, protocol, unique_name,
+                                                                 tmp_path):
+    """Revoked once everything is read and committed, nothing more written: no commit meets it.
+    A group READ revoked meets the member's next heartbeat (classic: kafka-python only logged the
+    refusal and heartbeated on until the 45 s session expired; KIP-848: librdkafka makes the
+    refused ConsumerGroupHeartbeat fatal and says so only in its log); a topic READ (and so
+    DESCRIBE) revoked meets the planner's next ListOffsets."""
+    topic, group, records = _setup(secure, unique_name)
+    resource = ("TOPIC", topic) if revoked == "topic" else ("GROUP", group)
+    sink = _Sink()
+    options = _options(secure, group, topic, protocol)
+    query = _start(spark, options, sink, str(tmp_path / "ck"))
+    ends = {p: max(r.offset for r in records if r.partition == p) + 1 for p in range(PARTS)}
+    try:
+        wait_until(lambda: _committed(secure, group, topic) == ends
+                   or query.exception() is not None, timeout=60, interval=0.3, message="everything committed")
+        assert query.exception() is None, str(query.exception())[-3000:]
+        secure.revoke(PRINCIPAL, *resource, "READ")
+        text = _failure(query, time.monotonic(), FAIL_WITHIN_S)
+    finally:
+        stop(query)
+    if revoked == "topic":
+        _assert_names(text, "TOPIC_AUTHORIZATION_FAILED", f"Topic '{topic}'", "DESCRIBE")
+    else:
+        _assert_names(text, "GROUP_AUTHORIZATION_FAILED", f"Group '{group}'", "READ")
+
+
+# ------------------------------------------------------------------ SCRAM: re-authentication, rotation
+
+
+def _scram_options(sk: SecureKafka, group: str, topic: str, password: str | None = None) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": sk.listener("SASL"), "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas("SCRAM-SHA-512", USER, password),
+            "kafka.group.id": group, "subscribe": topic, "kafka.auto.offset.reset": "earliest"}
+
+
+def test_kafka_python_re_authenticates_before_connections_max_reauth_ms(secure):
+    """kafka-python 3.0.12 implements KIP-368 (kafka/net/connection.py, SaslReauthenticator): it
+    reads the session lifetime from SaslAuthenticate v1 and logs in again on the same connection
+    at 85-95% of it. Checked on the broker that enforces ``connections.max.reauth.ms``: over
+    2.5 lifetimes the connection re-authenticates and is never closed or made again."""
+    import logging
+
+    from kafka import KafkaConsumer
+
+    lines: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler, logger = _Keep(logging.DEBUG), logging.getLogger("kafka.net.connection")
+    old = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    consumer = KafkaConsumer(bootstrap_servers=secure.listener("SASL"), security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism="SCRAM-SHA-512", sasl_plain_username=USER,
+                             sasl_plain_password=PASSWORDS[USER])
+    try:
+        until = time.monotonic() + 2.5 * REAUTH_MS / 1000
+        while time.monotonic() < until:
+            consumer.topics()  # a Metadata request on the connection now and then
+            time.sleep(0.5)
+    finally:
+        consumer.close()
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    text = "\n".join(lines)
+    assert "session_lifetime_ms=" in text, "the broker advertised no session lifetime: " + text[-2000:]
+    assert text.count("Beginning SASL re-authentication") >= 2, text[-3000:]
+    assert "re-authentication failed" not in text, text[-3000:]
+
+
+def test_scram_reauthentication_then_a_rotated_password(spark, secure, unique_name, tmp_path):
+    """A stream logged in with SCRAM-SHA-512 runs through three re-authentication periods of the
+    broker with no failure and reads every record written meanwhile, once (its member's, reader's
+    and fetchers' connections log in again; none is dropped for an expired session). Then the
+    user's password is rotated: the next login (the next re-authentication, at most a period
+    later) is refused and the query fails naming the user, nothing else."""
+    topic, group = unique_name("scram"), unique_name("g")
+    secure.create_topic(topic, PARTS)
+    secure.grant(PRINCIPAL, "TOPIC", topic, "READ")
+    secure.grant(PRINCIPAL, "GROUP", group, "READ")
+    records = produce(secure.admin_bootstrap, topic, 10, PARTS)
+    sink = _Sink()
+    query = _start(spark, _scram_options(secure, group, topic), sink, str(tmp_path / "ck"))
+    rotated = False
+    try:
+        assert sink.first_done.wait(60), "no first batch"
+        until = time.monotonic() + 3 * REAUTH_MS / 1000
+        while time.monotonic() < until:
+            records += produce(secure.admin_bootstrap, topic, 2, PARTS, start=len(records))
+            assert query.exception() is None, str(query.exception())[-3000:]
+            time.sleep(1)
+        want = {(r.partition, r.offset) for r in records}
+        wait_until(lambda: want <= set(sink.rows) or query.exception() is not None, timeout=30, interval=0.3,
+                   message="every record read")
+        assert query.exception() is None, str(query.exception())[-3000:]
+        assert sorted(sink.rows) == sorted(want), "a record read twice or a foreign one"
+
+        secure.set_scram_password(USER, "SCRAM-SHA-512", "rotated-Pw-5150")
+        rotated = True
+        text = _failure(query, time.monotonic(), REAUTH_MS / 1000 + 15)
+    finally:
+        stop(query)
+        if rotated:
+            secure.set_scram_password(USER, "SCRAM-SHA-512", PASSWORDS[USER])
+    for word in ("AuthenticationError", f"SCRAM-SHA-512 authentication of user '{USER}' failed"):
+        assert word in text, text[-3000:]
+    assert PASSWORDS[USER] not in text and "rotated-Pw-5150" not in text
