@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from chaos.procs import Member, start_member
-from chaos.sink import read_batches
+from chaos.sink import Batch, read_batches
 from chaos.traffic import JavaPlainMember, OffsetSampler, PlainMember, SeqProducer
-from chaos.verdict import separate_log_copies, tally, unreported
+from chaos.verdict import order_breaks, separate_log_copies, tally, unreported
 from spark_groupsource.devbroker import DevBroker
 
 #: Reader options of every member on the mock: a 6 s session (a member still draining a slow
@@ -84,6 +84,7 @@ class Row:
     dup_max: int = 0
     handovers: int = 0
     regressions: int = 0
+    order_breaks: int = 0  # gaps and reorders within one owner's read of a partition (verdict.order_breaks)
     failures: int = 0
     reached_end: bool | None = None
     elapsed_s: float = 0.0
@@ -143,6 +144,10 @@ class Run:
         #: records the log holds more than once (seq -> positions), read before the broker stops
         self.log_copies: dict[int, list[tuple[int, int]]] = {}
         self.problems: list[str] = []  # strict checks a scenario made itself
+        #: checks of the sinks a scenario asks for at the verdict: batches -> problems
+        self.checks: list[Callable[[list[Batch]], list[str]]] = []
+        #: incarnations of the topic that were deleted (their unread records are gone, not lost)
+        self.gone_incarnations: set[int] = set()
         self.t0 = time.monotonic()
         self._events: list[str] = []
 
@@ -168,6 +173,79 @@ class Run:
         for fut in futures.values():
             fut.result(timeout=60)
 
+    def _admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.broker.bootstrap, "log_level": 0})
+
+    def add_partitions(self, total: int, timeout: float = 60.0) -> None:
+        """CreatePartitions (Kafka only: the mock has no handler for it): the topic grows to
+        ``total`` partitions; the producer writes to all of them once its metadata has them, and
+        the sampler and the verdict count them."""
+        from confluent_kafka.admin import NewPartitions
+
+        before = self.partitions
+        admin = self._admin()  # kept until its futures are done (a destroyed handle fails them)
+        for fut in admin.create_partitions([NewPartitions(self.topic, total)], request_timeout=30).values():
+            fut.result(timeout=timeout)
+        self.event(f"{self.topic}: partitions {before} -> {total}")
+        if self.producer is not None:
+            self.producer.set_partitions(total, timeout)
+            self.event(f"the producer writes to all {total} partitions")
+        self.partitions = total
+        self.sampler.partitions = total
+
+    def recreate_topic(self, hold: Callable[[], None] | None = None, timeout: float = 120.0) -> None:
+        """The topic deleted (with its records and, on Kafka, the group's offsets for it) and
+        created again with as many partitions, under traffic: the producer pauses (every record
+        sent acknowledged, so each belongs to one incarnation), the topic goes, ``hold`` runs
+        while it is gone, and the producer resumes into the new incarnation with a new producer
+        id. The records of the old incarnation nobody read are gone with it (the verdict counts
+        them as deleted), the sampler compares offsets within an incarnation only."""
+        assert self.producer is not None
+        self.producer.pause()
+        incarnation = len(self.producer.incarnation_starts)
+        self.event(f"producer paused ({len(self.producer.delivered)} delivered)")
+        deadline = time.monotonic() + timeout
+        if self.broker.mock is not None:
+            self.broker.mock.delete_topic(self.topic)
+        else:
+            admin = self._admin()  # kept until its futures are done
+            for fut in admin.delete_topics([self.topic], request_timeout=30).values():
+                fut.result(timeout=timeout)
+            while self.topic in admin.list_topics(timeout=10).topics:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.topic} still listed {timeout:.0f}s after its deletion")
+                time.sleep(0.5)
+        self.gone_incarnations.add(incarnation)
+        self.event(f"{self.topic} deleted (incarnation {incarnation})")
+        if hold is not None:
+            hold()
+        while True:
+            try:
+                if self.broker.create_topic(self.topic, self.partitions):
+                    break
+            except Exception as exc:  # noqa: BLE001 - Kafka may still be deleting it: asked again
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.topic} could not be created again: {exc}") from exc
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.topic} could not be created again within {timeout:.0f}s")
+            time.sleep(1)
+        self.sampler.new_epoch()
+        self.producer.new_incarnation()
+        self.event(f"{self.topic} created again ({self.partitions} partitions, incarnation {incarnation + 1}); "
+                   f"producing into it")
+
+    def wait_logged(self, m: Member, pattern: str, count: int = 1, timeout: float = 240.0) -> None:
+        """Until ``m``'s log matches ``pattern`` ``count`` times."""
+        deadline = time.monotonic() + timeout
+        while len(re.findall(pattern, _read(m.log_path))) < count:
+            if not m.running():
+                raise ScenarioError(f"{m.owner} exited (code {m.proc.returncode}); see {m.log_path}")
+            if time.monotonic() > deadline:
+                raise ScenarioError(f"{m.owner} did not log {pattern!r} {count}x in {timeout:.0f}s; see {m.log_path}")
+            time.sleep(0.5)
+
     # -- driving -----------------------------------------------------------------------------
     def event(self, text: str) -> None:
         line = f"{time.monotonic() - self.t0:7.1f}s {text}"
@@ -175,11 +253,14 @@ class Run:
         with open(os.path.join(self.dir, "events.log"), "a") as f:
             f.write(line + "\n")
 
-    def start(self, name: str, *, bootstrap: str | None = None, **options: str) -> Member:
+    def start(self, name: str, *, bootstrap: str | None = None, **options: str | None) -> Member:
+        """Start member ``name``'s next incarnation; ``options`` over the suite's (None: leave the
+        suite's option out, so the reader's default applies)."""
         incarnation = sum(1 for m in self.history if m.name == name) + 1
+        merged = {k: v for k, v in {**self.member_options, **options}.items() if v is not None}
         m = start_member(name, incarnation, bootstrap=bootstrap or self.broker.bootstrap, topic=self.topic,
                          group=self.group, out=self.out, checkpoint=os.path.join(self.dir, f"ck-{name}"),
-                         options={**self.member_options, **options}, log_dir=self.dir)
+                         options=merged, log_dir=self.dir)
         self.members[name] = m
         self.history.append(m)
         self.event(f"started {m.owner} (pid {m.pid})")
@@ -374,17 +455,33 @@ class Run:
             reasons.append(f"scenario could not run: {error}")
         produced = self.producer.delivered if self.producer else {}
         acquisitions = {m: Counter() for m in {h.name for h in self.history}}
+        by_owner: dict[str, Counter] = {}  # the same per member incarnation (and plain consumer)
         logs = {h.owner: _read(h.log_path) for h in self.history}
         for h in self.history:
-            for p in re.findall(rf"{re.escape(self.topic)}-(\d+) starts at offset", logs[h.owner]):
-                acquisitions[h.name][int(p)] += 1
+            by_owner[h.owner] = Counter(int(p) for p in re.findall(rf"{re.escape(self.topic)}-(\d+) starts at offset",
+                                                                   logs[h.owner]))
+            acquisitions[h.name].update(by_owner[h.owner])
         for pm in self.plain:
             acquisitions.setdefault(pm.owner, Counter()).update(pm.acquired)
+            by_owner.setdefault(pm.owner, Counter()).update(pm.acquired)
         produced, batches = separate_log_copies(produced, read_batches(self.out), self.log_copies)
+        incarnation_of = self.producer.incarnation_of() if self.producer else {}
         t = tally(produced, batches, acquisitions=acquisitions, deleted_before=self.deleted_before,
                   counted_below={p: final.get(p) for p in range(self.partitions)} if self.outcome.expect_failure
-                  else None, per_member=self.per_member)
-        row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted
+                  else None, per_member=self.per_member, incarnation_of=incarnation_of,
+                  gone_incarnations=self.gone_incarnations)
+        all_logs = "\n".join(logs.values())
+        skips = reported_skips(all_logs, self.topic)
+        breaks = order_breaks(produced, batches, acquisitions=by_owner, deleted_before=self.deleted_before,
+                              skipped=skips, incarnation_of=incarnation_of, per_member=self.per_member)
+        row.order_breaks = len(breaks)
+        if breaks:
+            reasons.append(f"{len(breaks)} breaks of read order (offsets only rise, none skipped outside a "
+                           f"reported loss): " + "; ".join(breaks[:3]))
+        row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted + t.gone
+        if self.gone_incarnations:
+            row.notes.append(f"{t.gone} records of the deleted topic's incarnation(s) "
+                             f"{sorted(self.gone_incarnations)} unread, gone with the topic (counted as deleted)")
         row.dup_total, row.dup_max, row.handovers = t.dup_total, t.dup_max, t.handovers
         row.regressions = len(self.sampler.regressions)
         if t.lost:
@@ -412,7 +509,8 @@ class Run:
                 row.failures += 1
                 reasons.append(f"{h.owner} exited by itself with code {h.unexpected_exit}; see {h.log_path}")
         reasons += self.problems
-        all_logs = "\n".join(logs.values())
+        for check in self.checks:
+            reasons += check(batches)
         if t.deleted_records and not self.outcome.expect_failure:
             missing = unreported(t.deleted_records, reported_skips(all_logs, self.topic))
             if missing:

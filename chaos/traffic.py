@@ -4,6 +4,7 @@ its own thread for a bounded time; the plain (non-Spark) group members: librdkaf
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import threading
@@ -31,10 +32,15 @@ class SeqProducer:
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, *, rate: float, seconds: float):
         self.topic, self.partitions, self.rate, self.seconds = topic, partitions, rate, seconds
-        self._producer = Producer({
+        self._conf = {
             "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": 5, "message.timeout.ms": 120_000, **_QUIET,
-        })
+        }
+        self._producer = Producer(self._conf)
+        #: the first seq of each incarnation of the topic after the first (see new_incarnation)
+        self.incarnation_starts: list[int] = []
+        self._lock = threading.Lock()  # held while producing: pause, partitions and producer change under it
+        self._paused = False
         self.delivered: dict[int, tuple[int, int]] = {}
         self.failed: dict[int, str] = {}
         self.absent: dict[int, int] = {}  # seq -> partition: reported delivered, not in the log
@@ -58,23 +64,69 @@ class SeqProducer:
         return cb
 
     def _run(self) -> None:
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
             if now >= self._until:
                 break
-            elapsed = now - t0
-            due = int(elapsed * self.rate) + 1
-            while self.sent < due:
-                seq = self.sent
-                data = str(seq).encode()
-                try:
-                    self._producer.produce(self.topic, key=data, value=data, partition=seq % self.partitions,
-                                           on_delivery=self._report(seq))
-                except BufferError:
+            with self._lock:
+                if self._paused:
+                    self._t0 = now - self.sent / self.rate  # no burst when it resumes
+                else:
+                    due = int((now - self._t0) * self.rate) + 1
+                    while self.sent < due:
+                        seq = self.sent
+                        data = str(seq).encode()
+                        try:
+                            self._producer.produce(self.topic, key=data, value=data,
+                                                   partition=seq % self.partitions, on_delivery=self._report(seq))
+                        except (BufferError, KafkaException):  # full, or a partition not in its metadata yet
+                            break
+                        self.sent += 1
+                producer = self._producer
+            producer.poll(0.02)
+
+    def set_partitions(self, partitions: int, timeout: float = 60.0) -> None:
+        """Write round-robin over ``partitions`` from now on (partitions added to the topic), once
+        the producer's own metadata lists them all (asked for here, not left to its refresh)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                md = self._producer.list_topics(self.topic, timeout=5)
+                if len(md.topics[self.topic].partitions) >= partitions:
                     break
-                self.sent += 1
-            self._producer.poll(0.02)
+            except KafkaException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the producer did not see {partitions} partitions of {self.topic} "
+                                   f"within {timeout:.0f}s")
+            time.sleep(0.5)
+        with self._lock:
+            self.partitions = partitions
+
+    def pause(self, timeout: float = 60.0) -> None:
+        """Stop writing and wait until every record sent is acknowledged (or failed)."""
+        with self._lock:
+            self._paused = True
+        self._producer.flush(timeout)
+
+    def new_incarnation(self) -> None:
+        """Resume a paused production into a new incarnation of the topic (deleted and created
+        again) with a new producer (a new producer id: the idempotent producer's sequence
+        numbers belong to the old partitions); the seq counter goes on, so every record stays
+        unique across incarnations."""
+        with self._lock:
+            self._producer.flush(30)
+            self._producer = Producer(self._conf)
+            self.incarnation_starts.append(self.sent)
+            self._paused = False
+
+    def incarnation_of(self) -> dict[int, int]:
+        """seq -> the incarnation of the topic it was written to (0, 1, ...) for every record
+        delivered; empty while the topic was never created again."""
+        if not self.incarnation_starts:
+            return {}
+        return {seq: bisect.bisect_right(self.incarnation_starts, seq) for seq in self.delivered}
 
     def stop_after(self, seconds: float) -> None:
         """End production ``seconds`` from now (or earlier, at the bound given at construction)."""
@@ -184,6 +236,7 @@ class OffsetSampler:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._epoch = 0
         self._consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
                                    "enable.auto.commit": False, **_QUIET})
         self._thread = threading.Thread(target=self._run, name="chaos-sampler", daemon=True)
@@ -193,6 +246,7 @@ class OffsetSampler:
         return self
 
     def sample(self) -> dict[int, int] | None:
+        epoch = self._epoch
         try:
             tps = self._consumer.committed([TopicPartition(self.topic, p) for p in range(self.partitions)], timeout=5)
         except KafkaException:
@@ -200,6 +254,8 @@ class OffsetSampler:
             return None
         now = {tp.partition: tp.offset for tp in tps if tp.error is None and tp.offset not in (OFFSET_INVALID, -1)}
         with self._lock:
+            if epoch != self._epoch:  # asked before the topic was created again: of no incarnation now
+                return now
             self.samples += 1
             for p, off in now.items():
                 prev = self.last.get(p)
@@ -211,6 +267,15 @@ class OffsetSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.sample()
+
+    def new_epoch(self, partitions: int | None = None) -> None:
+        """The topic was deleted and created again (its committed offsets went with it): offsets
+        of the new incarnation are compared only with each other. ``partitions``: the new count."""
+        with self._lock:
+            self._epoch += 1
+            self.last.clear()
+            if partitions is not None:
+                self.partitions = partitions
 
     def watermarks(self) -> dict[int, tuple[int, int]]:
         out = {}

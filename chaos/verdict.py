@@ -245,14 +245,14 @@ def order_breaks(
             if prev is None or prev[0] != b.owner:
                 continue  # a new owner's first read: the lost and duplicate checks judge handovers
             _owner, prev_inc, prev_o, prev_batch = prev
-            if inc != prev_inc:
-                prev_o = -1  # the topic was deleted and created again: the new log starts over
+            after = f"{prev_o} (batch {prev_batch})"
+            if inc != prev_inc:  # the topic was deleted and created again: the new log starts over
+                prev_o, after = -1, f"the start of the topic's incarnation {inc} (batch {prev_batch} read {prev_inc})"
             if o > prev_o:
                 missing = unexcused(inc, p, prev_o, o)
                 if missing:
-                    out.append(f"{b.owner} partition {p}: gap, read offset {o} (batch {b.batch}) after "
-                               f"{prev_o} (batch {prev_batch}), skipping {len(missing)} records at offsets "
-                               f"{_ranges(missing)} in no reported loss")
+                    out.append(f"{b.owner} partition {p}: gap, read offset {o} (batch {b.batch}) after {after}, "
+                               f"skipping {len(missing)} records at offsets {_ranges(missing)} in no reported loss")
                 continue
             akey = (b.owner, p)
             if akey not in allowance:

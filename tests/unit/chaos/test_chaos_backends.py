@@ -28,7 +28,10 @@ def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -
     java_only = {"classic": {"eager_plain_churn"}, "consumer": set()}  # Java plain members: Kafka only
     cluster = {"broker_crash", "coordinator_crash", "rolling_restart", "broker_frozen", "cluster_down",
                "cluster_down_long"}
+    # Kafka only, no cluster fault: CreatePartitions (no mock handler), max.poll.interval (measured on Kafka)
+    kafka_only = {"classic": {"partitions_added", "stuck_batch"}, "consumer": set()}
     for protocol in ("classic", "consumer"):
+        java_only[protocol] |= kafka_only[protocol]
         assert injected <= names(protocol, "mock") and not injected & names(protocol, "kafka")
         assert names(protocol, "kafka") == (names(protocol, "mock") - injected) | java_only[protocol]
         assert names(protocol, "kafka", 3) == names(protocol, "kafka") | cluster
