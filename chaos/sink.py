@@ -21,7 +21,12 @@ def write_batch(out: str, owner: str, batch_id: int, rows: Iterable[tuple[int, i
     """``t``: when the batch was read (wall clock; default now). The verdict orders batches by it,
     so a batch written after the fact (a Java consumer's, see chaos.traffic.JavaPlainMember)
     carries the time it was read."""
-    lines = [json.dumps({"owner": owner, "batch": batch_id, "t": time.time() if t is None else t})]
+    if t is None:
+        # a member under libfaketime (chaos/netfaults.py clock_jumps) has a stepped wall clock:
+        # its batches carry the harness's wall clock, from its real monotonic one
+        anchor = os.environ.get("CHAOS_WALL_MINUS_MONOTONIC")
+        t = float(anchor) + time.monotonic() if anchor else time.time()
+    lines = [json.dumps({"owner": owner, "batch": batch_id, "t": t})]
     lines += [json.dumps([p, o, s]) for p, o, s in rows]
     final = os.path.join(out, f"{owner}-{batch_id}-{uuid.uuid4().hex[:8]}.jsonl")
     tmp = final + ".tmp"

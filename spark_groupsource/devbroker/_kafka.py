@@ -46,6 +46,8 @@ KAFKA_HOME_ENV = "GROUPKAFKA_KAFKA_HOME"
 #: JVM heap options of every node (the default keeps a 3-node cluster under 1.5 GB).
 KAFKA_HEAP_ENV = "GROUPKAFKA_KAFKA_HEAP_OPTS"
 DEFAULT_HEAP = "-Xmx512m -Xms128m"
+#: --broker-config key of the chaos suite's proxied listener (see KafkaCluster.proxied_ports)
+PROXIED_PORTS_KEY = "groupkafka.proxied.ports"
 #: How often a new cluster is started again on fresh ports when a node dies while starting.
 _START_ATTEMPTS = 3
 
@@ -344,6 +346,15 @@ class KafkaCluster:
         self.cluster_id = _cluster_id()
         self.nodes: list[KafkaNode] = []
         self.extra_listeners = {k.upper(): v.upper() for k, v in (extra_listeners or {}).items()}
+        #: ``PROXIED_PORTS_KEY=p1,p2,...`` (one port per node, from ``--broker-config``): a PLAINTEXT
+        #: listener PROXIED on each node, advertised at 127.0.0.1:p<node> instead of its own port,
+        #: where a fault proxy of the chaos suite listens and forwards to it (chaos/netfaults.py)
+        proxied = self.config.pop(PROXIED_PORTS_KEY, "")
+        self.proxied_ports = [int(p) for p in proxied.split(",") if p.strip()]
+        if self.proxied_ports:
+            if len(self.proxied_ports) != brokers:
+                raise DevBrokerError(f"{PROXIED_PORTS_KEY}: one port per node, got {proxied!r} for {brokers}")
+            self.extra_listeners.setdefault("PROXIED", "PLAINTEXT")
 
     def listener_bootstrap(self, name: str) -> str:
         """Bootstrap servers of the extra listener ``name``."""
@@ -377,13 +388,15 @@ class KafkaCluster:
     def _write_config(self, node: KafkaNode) -> str:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         extra = "".join(f",{name}://127.0.0.1:{port}" for name, port in node.listener_ports.items())
+        advertised = "".join(f",{name}://127.0.0.1:{self._advertised_port(node, name, port)}"
+                             for name, port in node.listener_ports.items())
         protocols = "".join(f",{name}:{proto}" for name, proto in self.extra_listeners.items())
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
             "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}{extra}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{advertised}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
@@ -398,6 +411,11 @@ class KafkaCluster:
         with open(os.path.join(node.workdir, "log4j2.properties"), "w") as f:
             f.write(_LOG4J)
         return path
+
+    def _advertised_port(self, node: KafkaNode, name: str, port: int) -> int:
+        if name == "PROXIED" and self.proxied_ports:
+            return self.proxied_ports[node.node_id - 1]
+        return port
 
     def _jvm(self, node: KafkaNode, main: list[str], heap: str) -> list[str]:
         return [
@@ -632,5 +650,6 @@ class KafkaCluster:
             "metadata_version": self.nodes[0].metadata_version if self.nodes else None,
             "workdir": self.workdir,
             "nodes": [{"id": n.node_id, "port": n.port, "controller_port": n.controller_port,
-                       "pid": n.pid, "log": n.log_path} for n in self.nodes],
+                       "pid": n.pid, "log": n.log_path, "listener_ports": dict(n.listener_ports)}
+                      for n in self.nodes],
         }

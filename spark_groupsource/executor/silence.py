@@ -8,6 +8,13 @@ whole 3-node Kafka cluster killed: each of 6 tasks waited 15-21 s per attempt on
 the query outlived its 15 s bound by minutes). This memory is a small file per cluster in the
 temporary directory, shared by every Python worker of the host: once the cluster has been
 silent past the bound, the next task's first check is short and fails at once.
+
+The record is kept on the monotonic clock (CLOCK_MONOTONIC, one clock for every process of the
+host since its boot), never on file times or ``time.time()``: a wall clock stepped back by
+minutes (NTP, a VM resumed) made a fresh record look stale or a stale one fresh, and a step
+forward made a short silence look past the bound (issue 53). The interface speaks wall-clock
+seconds (the callers' outage bookkeeping, spark_groupsource/executor/fetch.py); each call
+converts at the instant it is made, so only differences of one clock ever meet.
 """
 
 from __future__ import annotations
@@ -29,27 +36,40 @@ class ClusterSilence:
         base = directory or os.path.join(tempfile.gettempdir(), f"groupkafka-silence-{os.getuid()}")
         self._path = os.path.join(base, hashlib.sha1(cluster.encode()).hexdigest()[:16])
 
-    def since(self) -> float | None:
-        """Wall-clock time since when nothing of the cluster answered, or None (it did answer
+    def since_monotonic(self) -> float | None:
+        """Monotonic time since when nothing of the cluster answered, or None (it did answer
         since, or nobody has asked it for ``STALE_S``)."""
         try:
-            if time.time() - os.stat(self._path).st_mtime > STALE_S:
-                return None
             with open(self._path) as f:
-                return float(f.read().strip())
-        except (OSError, ValueError):
+                begun, written = (float(x) for x in f.read().split())
+        except (OSError, ValueError):  # none, or another format: no record
             return None
+        now = time.monotonic()
+        if not written <= now or now - written > STALE_S:  # stale, or written before this boot
+            return None
+        return begun
+
+    def since(self) -> float | None:
+        """:meth:`since_monotonic` as a wall-clock time of now (see the module's docstring)."""
+        begun = self.since_monotonic()
+        return None if begun is None else time.time() - (time.monotonic() - begun)
 
     def silent(self, since: float) -> float:
-        """Record that nothing answered since ``since`` (the earlier record wins while fresh);
-        return the time the silence began."""
-        known = self.since()
+        """Record that nothing answered since ``since`` (wall clock; the earlier record wins
+        while fresh); return the time the silence began (wall clock)."""
+        now_wall, now = time.time(), time.monotonic()
+        begun = self.silent_monotonic(now - (now_wall - since))
+        return now_wall - (now - begun)
+
+    def silent_monotonic(self, since: float) -> float:
+        """:meth:`silent` on the monotonic clock."""
+        known = self.since_monotonic()
         begun = since if known is None else min(known, since)
         with contextlib.suppress(OSError):
             os.makedirs(os.path.dirname(self._path), exist_ok=True)
             tmp = f"{self._path}.{os.getpid()}"
             with open(tmp, "w") as f:
-                f.write(repr(begun))
+                f.write(f"{begun!r} {time.monotonic()!r}")
             os.replace(tmp, self._path)
         return begun
 

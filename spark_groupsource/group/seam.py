@@ -57,7 +57,10 @@ class CommitResult:
 
 @dataclass(frozen=True)
 class MembershipStatus:
-    """What the member has reached, and since when (``time.time()`` seconds; None: never)."""
+    """What the member has reached, and since when (``time.time()`` seconds; None: never).
+
+    Wall time is right here: these are reports for people and dashboards, converted from the
+    members' monotonic bookkeeping when asked; no bound or timeout is computed from them."""
 
     cluster_reached_at: float | None
     coordinator_found_at: float | None  # last time a coordinator became known and connected
