@@ -1,0 +1,404 @@
+"""The Java client's own tests of a group member, ported (issue 52, item 2, second half).
+
+Each test names the Kafka test it ports (apache/kafka: ``core/src/test/scala/integration/kafka/api/``
+``ConsumerBounceTest.scala`` and ``PlaintextConsumerPollTest.scala``; the system tests'
+``tests/kafkatest/tests/client/consumer_test.py``) and runs the case with our member (a real
+``readStream.format("groupkafka")`` query, or the membership object where a query adds nothing)
+beside the Java reference consumer of the same Kafka version (``tests/javaclient.py``) in one
+group on the main Kafka (4.3.1), under both group protocols where the case applies. Each asserts
+the Java client's result where ours agrees, and the difference where it does not
+(docs/conformance.md, "The Java client's tests").
+
+What does not apply to a Spark driver, and why, is said in docs/conformance.md: manual
+assignment with seeks (``testSeekAndCommitWithBrokerFailures``), ``close()`` timing
+(``testClose``, ``testCloseDuringRebalance``), ``group.max.size``, and the
+``max.poll.interval.ms`` shorter than a poll timeout case (a Spark trigger is not a poll).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from test_stream_support import duplicates, ends, produce, stop
+
+from assignment.model import TopicPartition
+from helpers import (
+    committed_offsets,
+    group_member,
+    kafka_group_departures,
+    kafka_rebalance_reasons,
+    wait_until,
+)
+from javaclient import JavaConsumer, JavaConsumers, require_java_consumer
+from spark_groupsource.group.consumer_member import (
+    ConsumerProtocolConfig,
+    ConsumerProtocolMembership,
+)
+
+PARTS = 4
+#: The interval of the max.poll.interval cases (as test_stream_poll_interval.py: 8 s)
+INTERVAL_MS = 8000
+#: Every wait is bounded by this (the machine may be loaded)
+WAIT_S = 90
+PROTOCOLS = ["classic", "consumer"]
+
+
+@pytest.fixture
+def java(kafka_broker: Any) -> Any:
+    """Java consumers of the test (Kafka's own defaults unless a test says otherwise), all
+    stopped at its end."""
+    require_java_consumer(kafka_broker.bootstrap)
+    consumers = JavaConsumers(kafka_broker.bootstrap, poll_ms=100)
+    try:
+        yield consumers
+    finally:
+        consumers.close_all()
+
+
+def _kip848_member(broker: Any, group: str, topic: str, **cfg: Any) -> ConsumerProtocolMembership:
+    """Our KIP-848 member with the query's defaults (rebalance timeout = max.poll.interval.ms
+    300 s unless given), drain bound 15 s."""
+    return ConsumerProtocolMembership(
+        ConsumerProtocolConfig(group_id=group, topics=(topic,),
+                               client_config={"bootstrap.servers": broker.bootstrap, "log_level": 3}, **cfg),
+        drain_timeout_s=15)
+
+
+def _member(protocol: str, broker: Any, group: str, topic: str, **cfg: Any) -> Any:
+    if protocol == "consumer":
+        return _kip848_member(broker, group, topic, **cfg)
+    return group_member(broker, group, topic, "range", **cfg)
+
+
+def _java_parts(j: JavaConsumer) -> set[int]:
+    return {p for _t, p in j.owned()}
+
+
+def _java_reads(j: JavaConsumer) -> Counter:
+    return Counter({(p, o): n for (_t, p, o), n in j.offsets_read().items()})
+
+
+def _uncommitted_reads(j: JavaConsumer) -> set[tuple[int, int]]:
+    """Records the Java CLI read whose commitSync failed (it drops those offsets: a rebalance
+    met the commit), which the next owner may read again: Java's own at-least-once."""
+    failed_upto: dict[int, int] = {}
+    for c in j.commits():
+        if not c.ok:
+            for (_t, p), off in c.offsets.items():
+                failed_upto[p] = max(failed_upto.get(p, 0), off)
+    return {(p, o) for (p, o) in _java_reads(j) if o < failed_upto.get(p, 0)}
+
+
+class _Sink:
+    """A foreachBatch sink (it runs in this process) recording each batch's (partition, offset)
+    rows; ``block_first`` holds the first batch with rows until ``release`` is set."""
+
+    def __init__(self, *, block_first: bool = False):
+        self.block_first = block_first
+        self.batches: list[tuple[int, list[tuple[int, int]]]] = []
+        self.stuck: set[tuple[int, int]] = set()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        got = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+        if got and not self.entered.is_set():
+            self.stuck = set(got)
+            self.entered.set()
+            if self.block_first:
+                self.release.wait(120)
+        with self.lock:
+            self.batches.append((batch_id, got))
+
+    def read(self) -> list[tuple[int, int]]:
+        with self.lock:
+            return [po for _, got in self.batches for po in got]
+
+
+def _query(spark: Any, broker: Any, topic: str, group: str, sink: Any, checkpoint: str, **options: str) -> Any:
+    opts = {"kafka.bootstrap.servers": broker.bootstrap, "kafka.group.id": group, "subscribe": topic,
+            "kafka.auto.offset.reset": "earliest", **options}
+    return (spark.readStream.format("groupkafka").options(**opts).load()
+            .writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+            .trigger(processingTime="200 milliseconds").start())
+
+
+def _alive(q: Any) -> None:
+    assert q.isActive and q.exception() is None, f"the query died: {q.exception()}"
+
+
+# ----------------------------------------------------------------------------------------------
+# PlaintextConsumerPollTest: max.poll.interval.ms
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_max_poll_interval_hands_a_stuck_querys_partitions_to_a_java_consumer(spark, kafka_broker, java, unique_name,
+                                                                              tmp_path, protocol):
+    """Ports PlaintextConsumerPollTest ``testMaxPollIntervalMs`` (both group protocols): a member
+    that does not come back within ``max.poll.interval.ms`` leaves, the group rebalances (Java:
+    one more revocation and assignment), and here the other member is the Java consumer. A query
+    and a Java consumer (same protocol) share 4 partitions; the query's first batch with records
+    blocks in its sink; past the 8 s interval the query's member leaves, the Java consumer is
+    given all 4 partitions and reads what was written to them from the group's offsets (the stuck
+    batch again: nothing of it was committed); released, the query plans again, rejoins and takes
+    2 partitions back from the Java consumer's commits. Nothing lost; read twice only records of
+    the stuck batch (plus what a failed Java commit allows); commits reach the log end."""
+    b = kafka_broker
+    topic, group = unique_name("maxpoll"), unique_name("g")
+    b.create_topic(topic, PARTS)
+    j = java.start(group, [topic], name=f"java-{protocol}", group_protocol=protocol,
+                   **({"assignment_strategy": "range"} if protocol == "classic" else {}))
+    j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS, WAIT_S, "the Java consumer to own every partition")
+    sink = _Sink(block_first=True)
+    q = _query(spark, b, topic, group, sink, str(tmp_path / "ck"), **{
+        "kafka.group.protocol": protocol, "kafka.max.poll.interval.ms": str(INTERVAL_MS),
+        **({"assignor": "range"} if protocol == "classic" else {})})
+    try:
+        j.wait_for(lambda jc: (q.exception() is None or _alive(q)) and len(_java_parts(jc)) == PARTS // 2,
+                   WAIT_S, "the query to join and take half the partitions")
+        theirs = _java_parts(j)
+        gens_before = len(j.assigned_generations())
+        t_produced = time.monotonic()
+        produced = produce(b.bootstrap, topic, 40, PARTS)
+        assert sink.entered.wait(WAIT_S), "the query's sink never got a batch"
+        t_entered = time.monotonic()
+        produced += produce(b.bootstrap, topic, 8, PARTS, start=len(produced))
+        want = {(r.partition, r.offset) for r in produced}
+        j.wait_for(lambda jc: set(_java_reads(jc)) >= want, INTERVAL_MS / 1000 + 45,
+                   "the Java consumer to read the stuck query's partitions too")
+        took_s, after_sink_s = time.monotonic() - t_produced, time.monotonic() - t_entered
+        assert took_s > INTERVAL_MS / 1000, f"handed over {took_s:.1f}s after the records, within the interval"
+        assert _java_parts(j) == set(range(PARTS))
+        assert len(j.assigned_generations()) > gens_before  # the Java consumer saw the rebalance
+        if protocol == "classic":
+            assert kafka_group_departures(b, group)[0] >= 1  # our member left with LeaveGroup
+        sink.release.set()
+        j.wait_for(lambda jc: (q.exception() is None or _alive(q)) and len(_java_parts(jc)) == PARTS // 2,
+                   WAIT_S, "the query to rejoin and take partitions back")
+        produced += produce(b.bootstrap, topic, 8, PARTS, start=len(produced))
+        want = {(r.partition, r.offset) for r in produced}
+        wait_until(lambda: _alive(q) or set(_java_reads(j)) | set(sink.read()) >= want, WAIT_S, interval=0.2,
+                   message="the query and the Java consumer to read everything")
+        wait_until(lambda: committed_offsets(b.bootstrap, group, topic, PARTS) == ends(produced), 60, interval=0.3,
+                   message="the group's commits to reach the log end")
+        _alive(q)
+        got = _java_reads(j) + Counter(sink.read())
+        allowed = sink.stuck | _uncommitted_reads(j)
+        assert {po for po, n in got.items() if n > 1} <= allowed, sorted(po for po, n in got.items()
+                                                                         if n > 1 and po not in allowed)[:5]
+        assert max(got.values()) <= 2
+        assert sink.stuck and {p for p, _ in sink.stuck} <= set(range(PARTS)) - theirs
+        assert not duplicates([("t", p, o) for p, o in sink.read()]), "the query read a record twice"
+        print(f"{protocol}: handed over {took_s:.1f}s after the stuck batch's records, {after_sink_s:.1f}s after its "
+              f"sink began (interval "
+              f"{INTERVAL_MS / 1000:.0f}s); stuck batch {len(sink.stuck)} records, re-read by Java "
+              f"{sum(1 for po in sink.stuck if _java_reads(j)[po])}; Java assignments {j.assigned_generations()}")
+        if protocol == "classic":
+            print("\n".join(kafka_rebalance_reasons(b, group)))
+    finally:
+        sink.release.set()
+        stop(q)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_revocation_held_past_the_session_timeout_keeps_the_member_and_its_commit(kafka_broker, java, unique_name,
+                                                                                  protocol):
+    """Ports PlaintextConsumerPollTest ``testMaxPollIntervalMsDelayInRevocation``: the revocation
+    callback sleeps longer than the session timeout (but within max.poll.interval.ms), then
+    commits; the consumer is still in the group and the commit succeeds. Ours: the revocation
+    waits for the batch in flight (the revoke barrier); that batch completes 1.5 session timeouts
+    after the Java consumer joined (classic: session 2 s as the Java test's 1 s is below our
+    member's floor, hold 3 s; KIP-848: the broker's 10 s session, hold 12 s), its commit lands,
+    our member keeps its member id, and the Java consumer starts the partitions it gets from that
+    commit (reads nothing below it)."""
+    b = kafka_broker
+    topic, group = unique_name("revdelay"), unique_name("g")
+    b.create_topic(topic, PARTS)
+    produced = produce(b.bootstrap, topic, 40, PARTS)
+    if protocol == "classic":
+        session_s, hold_s = 2.0, 3.0
+        m = group_member(b, group, topic, "range", client={"session_timeout_ms": 2000, "heartbeat_interval_ms": 500})
+    else:
+        session_s, hold_s = 10.0, 12.0  # the dev broker's group.consumer.session.timeout.ms
+        m = _kip848_member(b, group, topic, rebalance_timeout_ms=30_000)
+    m.start()
+    try:
+        assert m.wait_for_assignment(WAIT_S), m.describe()
+        want = {TopicPartition(topic, p) for p in range(PARTS)}
+        wait_until(lambda: set(m.snapshot().owned) == want and not m.snapshot().rebalancing, 30,
+                   message="our member to own every partition")
+        snap = m.snapshot()
+        serials, member_id = dict(snap.owned), snap.member_id
+        assert m.batch_planned(serials)
+        j = java.start(group, [topic], name=f"java-{protocol}", group_protocol=protocol,
+                       **({"assignment_strategy": "range"} if protocol == "classic" else {}))
+        wait_until(lambda: m.snapshot().revoking, WAIT_S, interval=0.05, message="a revocation to start")
+        t_revoke = time.monotonic()
+        time.sleep(hold_s)  # the Java test's slow callback: our batch runs on while the revocation waits
+        batch_end = {tp: ends(produced)[tp.partition] for tp in serials}
+        result = m.commit(batch_end, serials)
+        m.batch_completed()
+        held_s = time.monotonic() - t_revoke
+        assert result.committed == set(serials), result
+        assert held_s > session_s
+        j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS // 2, WAIT_S, "the Java consumer's share")
+        snap = m.snapshot()
+        assert snap.member_id == member_id, "our member was removed from the group"
+        assert len(snap.owned) == PARTS // 2 and not set(p.partition for p in snap.owned) & _java_parts(j)
+        assert committed_offsets(b.bootstrap, group, topic, PARTS) == ends(produced)
+        produced += produce(b.bootstrap, topic, 8, PARTS, start=len(produced))
+        mine = _java_parts(j)
+        j.wait_read({(topic, p): ends(produced)[p] for p in mine}, WAIT_S)
+        below = [(p, o) for (p, o) in _java_reads(j) if o < batch_end[TopicPartition(topic, p)]]
+        assert not below, f"the Java consumer re-read committed records: {below[:5]}"
+        assert not j.errors(), j.describe()
+        print(f"{protocol}: revocation held {held_s:.1f}s (session {session_s:.0f}s), commit landed, member kept")
+    finally:
+        m.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# consumer_test.py: static members (KIP-345)
+# ----------------------------------------------------------------------------------------------
+def _owned(m: Any) -> set[int]:
+    return {tp.partition for tp in m.snapshot().owned}
+
+
+@pytest.mark.parametrize("protocol,static", [("classic", True), ("classic", False), ("consumer", True)],
+                         ids=["classic-static", "classic-dynamic", "consumer-static"])
+def test_bouncing_our_member_beside_a_static_java_consumer(kafka_broker, java, unique_name, protocol, static):
+    """Ports consumer_test.py ``test_static_consumer_bounce_with_eager_assignment`` (rolling, clean
+    shutdown; RangeAssignor, eager): the first member (here a Java consumer, static) stays up while
+    the others are restarted; with static membership the one that stays revokes nothing (no
+    rebalance: a static member's restart within the session gets its assignment back), with
+    dynamic membership it does revoke. Ours is the member bounced (closed and started again with
+    the same ``kafka.group.instance.id``, twice), default session timeouts (45 s) otherwise.
+    KIP-848 (``consumer``): the same with the broker's assignor; the system test runs the
+    dynamic case on the classic protocol only (KIP-848 revokes nothing from a member that stays,
+    static or not), so here too."""
+    b = kafka_broker
+    topic, group = unique_name("sbounce"), unique_name("g")
+    b.create_topic(topic, PARTS)
+    kw = {"assignment_strategy": "range"} if protocol == "classic" else {}
+    j = java.start(group, [topic], name=f"java-{protocol}", group_protocol=protocol, group_instance_id="java-1", **kw)
+    j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS, WAIT_S, "the Java consumer to own every partition")
+    cfg = {"group_instance_id": "ours-1"} if static else {}
+    if protocol == "classic":
+        cfg["client"] = {"session_timeout_ms": 45_000, "heartbeat_interval_ms": 3000}  # the defaults
+    m = _member(protocol, b, group, topic, **cfg)
+    m.start()
+    try:
+        j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS // 2 and len(_owned(m)) == PARTS // 2, WAIT_S,
+                   "a 2/2 split")
+        ours = _owned(m)
+        revokes_before = len([a for a in j.history() if a.kind in ("revoked", "lost") and a.partitions])
+        events_before = len(j.history())
+        for bounce in range(2):
+            m.close()
+            m = _member(protocol, b, group, topic, **cfg)
+            t0 = time.monotonic()
+            m.start()
+            if static:
+                wait_until(lambda m=m: _owned(m) == ours and not m.snapshot().rebalancing, WAIT_S, interval=0.05,
+                           message=f"bounce {bounce}: our static member to get its partitions back")
+                print(f"{protocol} static: bounce {bounce} got {sorted(ours)} back in {time.monotonic() - t0:.2f}s")
+            else:
+                j.wait_for(lambda jc, m=m: len(_java_parts(jc)) == PARTS // 2 and len(_owned(m)) == PARTS // 2,
+                           WAIT_S, f"bounce {bounce}: a 2/2 split again")
+        time.sleep(1.0)  # a rebalance the last restart started would reach the Java consumer by now
+        revokes = len([a for a in j.history() if a.kind in ("revoked", "lost") and a.partitions]) - revokes_before
+        if static:
+            assert revokes == 0, f"the Java consumer revoked partitions {revokes} times: {j.history()[events_before:]}"
+            assert len(j.history()) == events_before, j.history()[events_before:]
+        else:
+            assert revokes > 0, "an eager dynamic rejoin must make the member that stays revoke"
+        assert not j.errors(), j.describe()
+    finally:
+        m.close()
+
+
+_UNRELEASED_DEFECT = (
+    "product defect (issue 52): KIP-848, a running Java static member, then our member with the same "
+    "kafka.group.instance.id: librdkafka reports UNRELEASED_INSTANCE_ID as a fatal error at once (its log: "
+    "'FATAL ... Fatal error: Broker: The instance ID is still used by another member in the consumer group: "
+    "ConsumerGroupHeartbeat fatal error'), but consumer_member._on_error receives it as KafkaError._FATAL with "
+    "fatal() False, logs it at INFO ('client reports Fatal error ...') and the member waits for groupJoinTimeoutMs "
+    "(120 s by default; 40.1 s with 40 s) and then fails with GroupUnreachableError 'no assignment ... Check that "
+    "the brokers are up', which names neither the instance id nor the conflict. The Java consumer in the same "
+    "place fails at once with UnreleasedInstanceIdException (this test's consumer/ours-first case)")
+
+
+@pytest.mark.parametrize("protocol,ours_first", [
+    ("classic", True), ("classic", False), ("consumer", True),
+    pytest.param("consumer", False, marks=pytest.mark.xfail(strict=True, reason=_UNRELEASED_DEFECT)),
+], ids=["classic-ours-first", "classic-java-first", "consumer-ours-first", "consumer-java-first"])
+def test_fencing_a_static_member_with_the_java_consumer(kafka_broker, java, unique_name, protocol, ours_first):
+    """Ports consumer_test.py ``test_fencing_static_consumer`` (fencing_stage stable, one conflicting
+    consumer), both ways round with the Java consumer: a running static member, then another with
+    the same ``group.instance.id``. Classic: the newcomer takes the place (and the partitions, in
+    the same generation: no rebalance) and the older member is fenced (FENCED_INSTANCE_ID) and
+    stops. KIP-848: the running member stays, in the same epoch, and the newcomer cannot join
+    (UNRELEASED_INSTANCE_ID) and stops. A fenced or refused member of ours fails within 20 s
+    saying why (naming the instance id and ``kafka.group.instance.id``), as the Java consumer
+    stops at once with FencedInstanceIdException / UnreleasedInstanceIdException."""
+    print(f"{protocol}: {_fence_case(kafka_broker, java, unique_name, protocol, ours_first)}")
+
+
+def _fence_case(b: Any, java: Any, unique_name: Any, protocol: str, ours_first: bool) -> tuple:
+    kw = {"assignment_strategy": "range"} if protocol == "classic" else {}
+    topic, group = unique_name("fence"), unique_name("g")
+    b.create_topic(topic, PARTS)
+    m = _member(protocol, b, group, topic, group_instance_id="etl-1")
+    j = None
+    try:
+        if ours_first:
+            m.start()
+            wait_until(lambda: len(_owned(m)) == PARTS and not m.snapshot().rebalancing, WAIT_S,
+                       message="our member to own every partition")
+            gen = m.snapshot().generation
+            j = java.start(group, [topic], name=f"java-{protocol}-second", group_protocol=protocol,
+                           group_instance_id="etl-1", **kw)
+        else:
+            j = java.start(group, [topic], name=f"java-{protocol}-first", group_protocol=protocol,
+                           group_instance_id="etl-1", **kw)
+            j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS, WAIT_S, "the Java consumer to own every partition")
+            gen = j.generation()
+            m.start()
+        newcomer_wins = protocol == "classic"
+        loser_is_ours = newcomer_wins == ours_first  # classic: the older loses; KIP-848: the newer
+        t0 = time.monotonic()
+        label = f"ours {'first' if ours_first else 'second'}"
+        if loser_is_ours:
+            def failed() -> Any:
+                try:
+                    m.snapshot()
+                except Exception as exc:  # noqa: BLE001 - FencedError / MembershipError
+                    return exc
+                return None
+
+            err = wait_until(failed, 20, interval=0.1, message="our member to fail saying why")
+            took = time.monotonic() - t0
+            j.wait_for(lambda jc: len(_java_parts(jc)) == PARTS, WAIT_S, "the Java consumer to keep every partition")
+            assert "etl-1" in str(err) and "group.instance.id" in str(err), err
+            assert j.generation() == gen, f"the group rebalanced: {j.history()}"
+            return (label, "ours failed", f"{took:.1f}s", type(err).__name__, str(err)[:200],
+                    "java generations", j.assigned_generations(), "before", gen)
+        j.wait_event("error", 60)
+        took = time.monotonic() - t0
+        j.wait_exit(30)
+        wanted = "FencedInstanceId" if protocol == "classic" else "UnreleasedInstanceId"
+        errors = [e.get("error", "") for e in j.events("error")]
+        assert any(wanted in e for e in errors), errors
+        wait_until(lambda: len(_owned(m)) == PARTS and not m.snapshot().rebalancing, 30,
+                   message="our member to own every partition")
+        assert m.snapshot().generation == gen, "the group rebalanced"
+        return (label, "java failed", f"{took:.1f}s", errors[0][:200], "our generation", m.snapshot().generation,
+                "before", gen)
+    finally:
+        m.close()
+        if j is not None:
+            j.close()
