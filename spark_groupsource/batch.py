@@ -39,6 +39,7 @@ class GroupKafkaBatchReader(DataSourceReader):
 
     def __init__(self, schema, options: Mapping[str, str]):
         self.opts = opt.parse_batch_options(options)
+        self.schema = schema  # typed columns carry their reader schema ids (spark_groupsource.decode)
         if self.opts.commit_offsets:
             raise OptionError(
                 "commitOffsets",
@@ -80,6 +81,8 @@ class GroupKafkaBatchReader(DataSourceReader):
         if not ranges:  # Spark hands an empty plan one InputPartition(None)
             return iter(())
         configure_worker_logging()
+        from spark_groupsource.decode import batch_transform
+
         return read_partition(
             opt.fetcher_config(self.opts),
             ranges,
@@ -94,4 +97,5 @@ class GroupKafkaBatchReader(DataSourceReader):
             gc_freeze=self.opts.worker_gc_freeze,
             tcp_no_delay=self.opts.worker_tcp_no_delay,
             adapt_prefetch=opt.prefetch_adapts(self.opts),
+            transform=batch_transform(self.opts, self.schema),
         )

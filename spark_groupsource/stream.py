@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spark_groupsource import config as opt
+from spark_groupsource.decode import pin
 from spark_groupsource.planning.admission import default_read_limit, limits_for
 from spark_groupsource.planning.batch_plan import plan_tasks
 from spark_groupsource.planning.offsets import StreamOffset
@@ -37,6 +38,8 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def __init__(self, schema, options: Mapping[str, str]):
         self.opts = opt.parse_stream_options(options)
+        self.schema = schema  # typed columns carry their reader schema ids (spark_groupsource.decode)
+        self._pins: dict[str, int] | None = None  # reader schema ids this run decodes with (decode.pin)
         self._initial: str | None = None
         self._driver_state: StreamDriver | None = None
 
@@ -65,7 +68,19 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             self._initial = _EMPTY_JSON
         return self._initial
 
+    def _schema_pins(self, checkpoint: dict[str, int]) -> dict[str, int]:
+        if self._pins is None:
+            from spark_groupsource.decode import effective_pins
+
+            self._pins = effective_pins(self.opts, self.schema, checkpoint)
+        return self._pins
+
     def latestOffset(self, start=None, limit=None) -> str:
+        start, checkpoint = pin.split(start)
+        pins = self._schema_pins(checkpoint)
+        return pin.join(self._latest_offset(start, limit), pins)
+
+    def _latest_offset(self, start, limit) -> str:
         start_json = _as_json(start)
         limits = limits_for(limit, self.opts.min_offsets_per_trigger)
         d = self._driver()
@@ -90,23 +105,26 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def partitions(self, start, end) -> list[InputPartition]:
         """The ranges this process planned for the batch; for a batch logged by an earlier run
         (the replay at restart) only what the group has not read since (``replay_ranges``)."""
+        end, pins = pin.split(end)
         end_json = _as_json(end)
         d = self._driver()
         planned = d.planned.get(end_json)
         by_tp = planned[1] if planned is not None else d.replay_ranges(end_json)
         ranges = [OffsetRange(tp.topic, tp.partition, s, u) for tp, (s, u) in sorted(by_tp.items()) if u > s]
-        return plan_tasks(ranges, self.opts)
+        effective = self._schema_pins(pins)  # at a restart the replayed batch's are the checkpoint's
+        return pin.pinned_tasks(plan_tasks(ranges, self.opts), pins or effective)
 
     def commit(self, end) -> None:
         d = self._driver_state
         if d is not None:
             with d.lock:
-                key = _as_json(end)
+                key = _as_json(pin.split(end)[0])
                 if key in d.planned:
                     d.complete(key)
 
     def read(self, partition: RangeInputPartition) -> Iterator:
         # imported here: executors only (pyarrow.compute stays off the driver's runner)
+        from spark_groupsource.decode import batch_transform
         from spark_groupsource.executor.fetch import read_partition
 
         yield from read_partition(
@@ -123,6 +141,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             gc_freeze=self.opts.worker_gc_freeze,
             tcp_no_delay=self.opts.worker_tcp_no_delay,
             adapt_prefetch=opt.prefetch_adapts(self.opts),
+            transform=batch_transform(self.opts, self.schema, dict(getattr(partition, "schema_pins", ()))),
         )
 
     def stop(self) -> None:

@@ -65,7 +65,16 @@ OPTION_NAMES = [
     "groupCoordinated",
     "leaderSyncDelayMs",
     "followupJoinDelayMs",
+    # typed records from a Schema Registry (spark_groupsource/decode/options.py, issue 55)
+    *(DECODE_NAMES := (
+        "valueFormat", "keyFormat", "schemaRegistry.url", "valueSubject", "keySubject",
+        "valueSubjectNameStrategy", "keySubjectNameStrategy", "valueSchemaVersion",
+        "keySchemaVersion", "valueSchema", "keySchema", "mode", "schemaRegistryOutageTimeoutMs",
+    )),
 ]
+#: lower-cased decode option names, and the prefix of the registry client's properties
+DECODE_OPTIONS = frozenset(n.lower() for n in DECODE_NAMES)
+DECODE_PREFIX = "schemaregistry."
 SPELLING = {n.lower(): n for n in OPTION_NAMES}
 _REFUSED_SPELLING = {"groupidprefix": "groupIdPrefix"}
 

@@ -207,6 +207,8 @@ class CommonOptions:
     remote_assignor: str | None = None
     #: the security options, parsed once for both clients (see :mod:`spark_groupsource.config.security`)
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    #: typed-records options (valueFormat, schemaRegistry.*, ...), raw: spark_groupsource.decode.options
+    decode_params: KafkaParams = field(default_factory=KafkaParams)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,8 @@ from typing import Any
 from spark_groupsource.config.names import (
     BATCH_ONLY,
     CONTROLLED,
+    DECODE_OPTIONS,
+    DECODE_PREFIX,
     OPTION_NAMES,
     SPELLING,
     STREAM_ONLY,
@@ -237,6 +239,8 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         group_protocol=protocol,
         remote_assignor=remote_assignor,
         security=security,
+        # validated by spark_groupsource.decode.options (issue 55)
+        decode_params=KafkaParams({k: v for k, v in raw.items() if k in DECODE_OPTIONS or k.startswith(DECODE_PREFIX)}),
     )
 
 
@@ -324,7 +328,7 @@ def _check_unknown(raw: Mapping[str, str], assignors: tuple[str, ...], *, batch:
     known = set(SPELLING)
     prefixes = tuple(dict.fromkeys(f"{a.lower()}." for a in assignors))
     for key in sorted(raw):
-        if key.startswith("kafka.") or key in known or key.startswith(prefixes):
+        if key.startswith(("kafka.", DECODE_PREFIX)) or key in known or key.startswith(prefixes):
             continue
         excluded = STREAM_ONLY if batch else BATCH_ONLY
         accepted = ", ".join(n for n in OPTION_NAMES if n.lower() not in excluded)

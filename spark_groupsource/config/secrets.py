@@ -7,7 +7,7 @@ from typing import Any
 
 REDACTED = "***"
 
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential")
+_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "user.info")
 _SECRET_KEYS = frozenset(
     {"ssl.key.pem", "ssl_key_pem", "ssl.keystore.key", "sasl.oauthbearer.config"}
 )

@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate, chain
 from operator import methodcaller
@@ -177,6 +177,7 @@ def read_partition(
     gc_freeze: bool = True,
     tcp_no_delay: bool = True,
     adapt_prefetch: bool = False,
+    transform: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read ``ranges`` in order with one consumer (created here, closed when done).
     ``outage_timeout_ms`` (brokerOutageTimeoutMs): how long a range may make no progress while
@@ -190,6 +191,8 @@ def read_partition(
     ``adapt_prefetch``: the prefetch is ours to choose (the user set no
     ``kafka.queued.max.messages.kbytes``): deeper for a task of long ranges
     (:func:`spark_groupsource.executor.prefetch.prefetch_config`).
+    ``transform``: what each batch goes through before it is yielded (typed columns, issue 55:
+    :func:`spark_groupsource.decode.batch_transform`).
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
     secrets and is never logged.
@@ -231,7 +234,7 @@ def read_partition(
             nbytes = 0
             for batch in reader.run():
                 nbytes += batch.get_total_buffer_size()
-                yield batch
+                yield batch if transform is None else transform(batch)
             _SIZES.saw(rng.topic, nbytes, reader.records)
             if ahead is not None and i + 1 < len(ranges):
                 ahead.done(rng)  # the last range's partition goes with the pool's unassign of all

@@ -1,0 +1,157 @@
+"""Typed records from a Schema Registry (issue 55): Avro in the Confluent wire format.
+
+- :mod:`.options`      the options (valueFormat, schemaRegistry.*, valueSubject, ...), validated
+- :mod:`.avro_types`   Avro schema -> Spark type (spark-avro's SchemaConverters), pure
+- :mod:`.registry`     the registry client: reader schemas, writer schemas by id, bounded retries
+- :mod:`.columns`      the row schema with typed columns; the reader schema id in its metadata
+- :mod:`.avro_decode`  executors: wire-format bytes -> typed Arrow columns, bad records
+- :mod:`.pin`          the reader schema ids kept in the stream offsets (restart = same schema)
+
+The Spark-facing modules call :func:`resolve_schema` (``DataSource.schema()``, at ``load()``)
+and :func:`batch_transform` (each task, on the executors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from spark_groupsource.config.options import CommonOptions
+from spark_groupsource.decode.options import DecodeOptions, parse_decode_options
+
+if TYPE_CHECKING:  # stream.py imports this package on the driver's runner: pyarrow stays off it
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ["decode_options", "resolve_schema", "batch_transform", "DecodeOptions"]
+
+
+def decode_options(opts: CommonOptions) -> DecodeOptions:
+    return parse_decode_options(opts)
+
+
+def resolve_schema(opts: CommonOptions) -> StructType | None:
+    """The row schema with typed columns (asks the registry for the reader schemas), or None
+    when every column stays binary."""
+    dec = parse_decode_options(opts)
+    if not dec.typed:
+        return None
+    from spark_groupsource.decode.columns import typed_schema
+    from spark_groupsource.decode.registry import registry_for
+
+    registry = registry_for(dec) if dec.registry_url else None
+    readers = {}
+    for side in (dec.key, dec.value):
+        if side.typed:
+            if side.inline_schema is None:
+                readers[side.column] = registry.reader_schema(side)  # type: ignore[union-attr]
+            else:
+                from spark_groupsource.decode.registry import ReaderSchema
+
+                readers[side.column] = ReaderSchema(side.inline_schema)
+    return typed_schema(opts.include_headers, dec, readers)
+
+
+def batch_transform(opts: CommonOptions, schema: StructType | None,
+                    pins: Mapping[str, int] | None = None) -> Callable[[pa.RecordBatch], pa.RecordBatch] | None:
+    """What each fetched batch goes through on the executor (None: binary columns).
+
+    ``schema`` is the Spark schema the DataFrame was defined with (its typed columns carry the
+    reader schema ids); ``pins`` overrides them per column (a stream batch's offsets)."""
+    dec = parse_decode_options(opts)
+    if not dec.typed:
+        return None
+    from spark_groupsource.decode.avro_decode import AvroColumnDecoder
+    from spark_groupsource.decode.columns import pinned
+    from spark_groupsource.decode.registry import registry_for
+
+    if schema is None:
+        schema = resolve_schema(opts)
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    registry = registry_for(dec) if dec.registry_url else None
+    decoders = {}
+    for side in (dec.key, dec.value):
+        if not side.typed:
+            continue
+        if side.inline_schema is not None:
+            text, reader_id = side.inline_schema, None
+        else:
+            pin = (pins or {}).get(side.column)
+            if pin is None:
+                found = pinned(schema, side.column)
+                pin = found.schema_id if found is not None else None
+            if pin is None:  # a schema without metadata (e.g. given with .schema()): ask again
+                reader = registry.reader_schema(side)  # type: ignore[union-attr]
+                text, reader_id = reader.schema_str, reader.schema_id
+            else:
+                text, reader_id = registry.schema_by_id(pin), pin  # type: ignore[union-attr]
+        decoders[side.column] = AvroColumnDecoder(
+            side.column, registry, text, reader_id, arrow.field(side.column).type, dec.permissive)
+
+    def transform(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if batch.num_rows == 0:
+            return pa.RecordBatch.from_pylist([], schema=arrow)
+        topic = batch.column(2)[0].as_py()
+        partition = batch.column(3)[0].as_py()
+        offsets = batch.column(4)
+        columns = list(batch.columns)
+        added: list[pa.Array] = []
+        for name, decoder in decoders.items():
+            i = 0 if name == "key" else 1
+            typed, raw, why = decoder.decode(columns[i], topic, partition, offsets)
+            columns[i] = typed
+            if dec.permissive:
+                n = batch.num_rows
+                added.append(raw if raw is not None else pa.nulls(n, pa.binary()))
+                added.append(why if why is not None else pa.nulls(n, pa.string()))
+        return pa.RecordBatch.from_arrays(columns + added, schema=arrow)
+
+    return transform
+
+
+def schema_for(options: Mapping[str, str]) -> StructType | None:
+    """:func:`resolve_schema` from Spark's raw options (``DataSource.schema()``: stream or batch)."""
+    from spark_groupsource.config.parsing import parse_batch_options, parse_stream_options
+    from spark_groupsource.errors import OptionError
+
+    try:
+        opts: CommonOptions = parse_stream_options(options)
+    except OptionError:
+        opts = parse_batch_options(options)
+    return resolve_schema(opts)
+
+
+def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[str, int]) -> dict[str, int]:
+    """The reader schema ids a stream decodes with: the loaded ones, or the checkpoint's
+    (:func:`spark_groupsource.decode.pin.choose`). Driver side, once per query run."""
+    dec = parse_decode_options(opts)
+    if not dec.typed:
+        return {}
+    from spark_groupsource.decode.avro_types import to_spark_type
+    from spark_groupsource.decode.columns import pinned
+    from spark_groupsource.decode.pin import choose
+    from spark_groupsource.decode.registry import registry_for
+
+    out: dict[str, int] = {}
+    for side in (dec.key, dec.value):
+        if not side.typed or side.inline_schema is not None:
+            continue
+        loaded = pinned(schema, side.column)
+        if loaded is None:
+            continue
+        old = checkpoint.get(side.column)
+        same, described = False, f"schema id {old}"
+        if old is not None and old != loaded.schema_id:
+            import json
+
+            text = registry_for(dec).schema_by_id(old)
+            same = to_spark_type(json.loads(text)).data_type == schema[side.column].dataType
+            described = registry_for(dec).versions_of(old, loaded.subject)
+        out[side.column] = choose(
+            side.column, loaded.schema_id, old, explicit_version=side.version is not None, same_columns=same,
+            describe_loaded=f"schema id {loaded.schema_id} (subject {loaded.subject!r} version {loaded.version})",
+            describe_checkpoint=described)
+    return out

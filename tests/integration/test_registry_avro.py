@@ -1,0 +1,161 @@
+"""Typed Avro records through a real Schema Registry (Karapace 3.16.0) on Apache Kafka
+(issue 55): records written by confluent-kafka's own AvroSerializer, schema evolution, the
+checkpointed reader schema, batch reads."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from test_stream_support import QUERY_TIMEOUT_S, broker_options, stop, table_name
+
+pytest_plugins = ["schema_registry"]  # the session fixture schema_registry: Karapace beside kafka_broker
+
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "item", "type": "string"},
+    {"name": "qty", "type": "int"},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "state", "type": {"type": "enum", "name": "State", "symbols": ["NEW", "PAID"]}},
+]}
+V2 = {**V1, "fields": V1["fields"] + [{"name": "channel", "type": "string", "default": "web"}]}
+
+
+def order(i: int) -> dict:
+    import datetime as dt
+    from decimal import Decimal
+
+    return {"id": i, "item": f"item-{i}", "qty": i % 7, "price": Decimal(f"{i}.25"),
+            "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+            "tags": ["a"] * (i % 3), "note": None if i % 2 else f"n{i}", "state": "PAID" if i % 2 else "NEW"}
+
+
+def produce_avro(sr: Any, bootstrap: str, topic: str, schema: dict, records: list[dict], *, partition: int = 0) -> None:
+    """Records in the wire format, written by confluent-kafka's AvroSerializer (it registers
+    ``schema`` under ``<topic>-value``)."""
+    ser = AvroSerializer(sr.client(), json.dumps(schema), conf={"auto.register.schemas": True})
+    p = Producer({"bootstrap.servers": bootstrap})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    for r in records:
+        p.produce(topic, key=str(r["id"]).encode(), value=ser(r, ctx), partition=partition)
+    assert p.flush(30) == 0
+
+
+def register(sr: Any, subject: str, schema: dict) -> int:
+    return sr.client().register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+
+
+def typed_options(bootstrap: str, topic: str, sr: Any, **extra: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "valueFormat": "avro",
+            "schemaRegistry.url": sr.url, **extra}
+
+
+def read_stream(spark: Any, broker: Any, group: str, options: dict[str, str]) -> Any:
+    r = spark.readStream.format("groupkafka").option("kafka.group.id", group)
+    for k, v in {**broker_options(broker), "startingOffsets": "earliest", **options}.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def run_available_now(df: Any, name: str, checkpoint: str) -> None:
+    q = df.writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint) \
+        .trigger(availableNow=True).start()
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
+        if q.exception() is not None:
+            raise AssertionError(str(q.exception()))
+    finally:
+        stop(q)
+
+
+def run_to_parquet(df: Any, path: str, checkpoint: str) -> None:
+    q = df.writeStream.format("parquet").option("path", path).option("checkpointLocation", checkpoint) \
+        .trigger(availableNow=True).start()
+    try:
+        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
+        if q.exception() is not None:
+            raise AssertionError(str(q.exception()))
+    finally:
+        stop(q)
+
+
+@pytest.fixture
+def topic(kafka_broker: Any, unique_name: Any) -> str:
+    name = unique_name("avro")
+    kafka_broker.create_topic(name, 1)
+    return name
+
+
+def test_stream_round_trip_and_evolution_in_one_batch(spark, kafka_broker, schema_registry, topic, unique_name,
+                                                      tmp_path):
+    """v1 and v2 records (a field added with a default) in one batch: the columns are the
+    latest version's, v1 records get the default."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    produce_avro(sr, boot, topic, V1, [order(i) for i in range(5)])
+    produce_avro(sr, boot, topic, V2, [{**order(i), "channel": "app"} for i in range(5, 8)])
+    df = read_stream(spark, kafka_broker, unique_name("g"), typed_options(boot, topic, sr))
+    value_type = df.schema["value"].dataType
+    assert [f.name for f in value_type.fields] == [f["name"] for f in V2["fields"]]
+    assert df.schema["value"].metadata["groupkafka.version"] == 2
+    name = table_name(unique_name)
+    run_available_now(df.select("offset", "value.*"), name, str(tmp_path / "ck"))
+    got = {r["offset"]: r.asDict() for r in spark.table(name).collect()}
+    assert sorted(got) == list(range(8))
+    for i in range(8):
+        want = {**order(i), "channel": "web" if i < 5 else "app"}
+        row = got[i]
+        assert row["id"] == i and row["item"] == want["item"] and row["qty"] == want["qty"]
+        assert row["price"] == want["price"] and row["tags"] == want["tags"] and row["note"] == want["note"]
+        assert row["state"] == want["state"] and row["channel"] == want["channel"]
+        assert row["at"].replace(tzinfo=None) == want["at"].replace(tzinfo=None)  # session time zone UTC
+
+
+def test_batch_read_with_a_pinned_version(spark, kafka_broker, schema_registry, topic):
+    """spark.read takes the same options; valueSchemaVersion=1 reads v2 records as v1 (the
+    added field dropped by Avro resolution)."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    produce_avro(sr, boot, topic, V1, [order(i) for i in range(3)])
+    produce_avro(sr, boot, topic, V2, [{**order(i), "channel": "app"} for i in range(3, 6)])
+    reader = spark.read.format("groupkafka")
+    for k, v in typed_options(boot, topic, sr, valueSchemaVersion="1").items():
+        reader = reader.option(k, v)
+    df = reader.load()
+    assert "channel" not in df.schema["value"].dataType.fieldNames()
+    rows = sorted(df.select("offset", "value.id", "value.item").collect())
+    assert [(r[0], r[1], r[2]) for r in rows] == [(i, i, f"item-{i}") for i in range(6)]
+
+
+def test_restart_keeps_the_checkpoints_reader_schema(spark, kafka_broker, schema_registry, topic, unique_name,
+                                                     tmp_path):
+    """A version registered while the query is stopped does not change its columns: the
+    restarted query (valueSchemaVersion latest) stops before reading, naming the versions; with
+    the checkpoint's version given it goes on with the old columns."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    group, ck = unique_name("g"), str(tmp_path / "ck")
+    produce_avro(sr, boot, topic, V1, [order(i) for i in range(3)])
+    out = str(tmp_path / "out")
+    run_to_parquet(read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr)).select("offset", "value"),
+                   out, ck)
+    assert spark.read.parquet(out).count() == 3
+    produce_avro(sr, boot, topic, V2, [{**order(i), "channel": "app"} for i in range(3, 5)])  # v2 registered
+    offsets = [n for n in os.listdir(os.path.join(ck, "offsets")) if n.isdigit()]
+    assert offsets, "no offset log"
+    logged = open(os.path.join(ck, "offsets", max(offsets, key=int))).read()
+    assert '"schemas":{"value":' in logged.replace('\\"', '"')  # the source's JSON, quoted in Spark's
+    df = read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr))
+    with pytest.raises(Exception, match="checkpoint.s value reader schema is schema id 1"):
+        run_to_parquet(df.select("offset", "value"), out, ck)
+    df = read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr, valueSchemaVersion="1"))
+    run_to_parquet(df.select("offset", "value"), out, ck)
+    rows = spark.read.parquet(out).collect()
+    assert sorted(r["offset"] for r in rows) == [0, 1, 2, 3, 4]
+    assert all("channel" not in r["value"].asDict() for r in rows)
