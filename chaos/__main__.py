@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                   + "".join(f"\n  {w}" for w in why), file=sys.stderr)
             return 2
         specs = [s for s in specs if s.name in names]
+    else:  # the network scenarios have a target of their own (make chaos-net)
+        specs = [s for s in specs if not s.named_only]
     if args.quick:
         specs = [s for s in specs if protocol in s.quick]
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-chaos-")

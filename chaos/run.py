@@ -59,6 +59,11 @@ def kafka_broker_config(protocol: str) -> dict[str, str]:
             "group.consumer.heartbeat.interval.ms": "1000"}
 
 
+#: scenario name -> what runs before its Kafka cluster starts, returning more broker settings
+#: (chaos/netfaults.py: the fault proxies' ports, the cluster's PROXIED listener advertises them)
+BEFORE_BROKER: dict[str, Callable[[Run], dict[str, str]]] = {}
+
+
 class ScenarioError(Exception):
     """The scenario could not drive its fault (a member never started reading, ...)."""
 
@@ -120,7 +125,8 @@ class Run:
         if backend == "kafka":
             # The suites run beside other work: at load ~38 on 2 cores three 3-node starts took
             # over 120 s. A slow start is the machine's, not a fault of the product under test.
-            self.broker = DevBroker("kafka", brokers=brokers or 1, broker_config=kafka_broker_config(protocol),
+            config = {**kafka_broker_config(protocol), **(BEFORE_BROKER[name](self) if name in BEFORE_BROKER else {})}
+            self.broker = DevBroker("kafka", brokers=brokers or 1, broker_config=config,
                                     startup_timeout=CHAOS_BROKER_START_S).start()
         else:
             self.broker = DevBroker("mock", brokers=brokers or 3).start()

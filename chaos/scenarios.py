@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from chaos import kafka_faults as kf
+from chaos import netfaults as nf
 from chaos import traffic
 from chaos.run import BACKENDS, PROTOCOLS, SESSION_S, Outcome, Run, Scenario, ScenarioError
 from chaos.sink import read_batches
@@ -46,6 +47,7 @@ class Spec:
     backends: tuple[str, ...] = BACKENDS  # the dev brokers it runs on
     kafka_nodes: int = 1  # Kafka nodes it needs (a cluster fault needs the other nodes to fail over to)
     java_on: tuple[str, ...] = ()  # the backends where its plain members are Java consumers (java-consumer.sh)
+    named_only: bool = False  # runs only when --only names it (a target of its own: make chaos-net)
 
 
 def eager_churn(r: Run, **options: str) -> None:
@@ -507,8 +509,14 @@ SCENARIOS = [
          protocols=CLASSIC, backends=KAFKA),
 ]
 
+# issue 53: network faults through our fault proxies, and clock jumps (chaos/netfaults.py)
+SCENARIOS += [Spec(name, fn, nf.ABOUT[name], partitions=6, protocols=CLASSIC, backends=KAFKA, kafka_nodes=3,
+                   named_only=True)
+              for name, fn in nf.ALL.items()]
+
 #: Why the classic-only scenarios do not apply to a KIP-848 member (``--protocol consumer``).
 NOT_IN_CONSUMER = {
+    **{name: "not yet run in the consumer mode (issue 53: classic on the 3-node Kafka first)" for name in nf.ALL},
     "eager_churn": "eager assignment is a classic client-side assignor behaviour; KIP-848 rebalances are "
     "always incremental (query_churn runs the same churn)",
     "cooperative_churn": "the cooperative-sticky client-side assignor is rejected in this mode (the broker "

@@ -35,7 +35,7 @@ from spark_groupsource.errors import (
     GroupUnreachableError,
     MembershipError,
 )
-from spark_groupsource.group import kafka_client
+from spark_groupsource.group import client_log, kafka_client
 from spark_groupsource.group.assignor_bridge import (
     BridgedAssignor,
     perform_assignment,
@@ -50,6 +50,7 @@ from spark_groupsource.group.seam import (
     Snapshot,
     raise_failure,
 )
+from spark_groupsource.group.touch import CoordinatorTouch
 
 __all__ = ["CommitResult", "Counters", "GroupMembership", "MembershipConfig", "MembershipStatus", "Snapshot"]
 
@@ -138,6 +139,7 @@ class _Reach:
 
     @staticmethod
     def wall(mono: float | None) -> float | None:
+        # wall time for status() reports only (MembershipStatus); the bounds above are monotonic
         return None if mono is None else time.time() - (time.monotonic() - mono)
 
 
@@ -178,6 +180,8 @@ class GroupMembership:
         # the broker, not our assignor, decides (KIP-848 group hosting us); warned once
         self._broker_assigns: str | None = None
         self._reach = _Reach()
+        # the coordinator unreachable said once, and its return (issue 53: spark_groupsource/group/touch.py)
+        self._touch = CoordinatorTouch(config.group_id, int(client.get("session_timeout_ms", 45_000)) / 1000.0)
         self._refusals = RefusalWatch(config.security, _servers(config.client_config), "kafka-python")
         self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
         self._retry_backoff_s = max(0.05, int(client.get("retry_backoff_ms", 100)) / 1000.0)
@@ -207,6 +211,7 @@ class GroupMembership:
             )
         except kafka_client.KafkaError as exc:
             raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
+        self._log_repeats = client_log.install()  # kafka-python's repeated lines counted (issue 53)
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-member-{cfg.group_id}", daemon=True)
         self._thread.start()
 
@@ -352,6 +357,8 @@ class GroupMembership:
             return
         bootstrapped, coordinator = client.reached()
         self._reach.observe(bootstrapped, coordinator, self._assignment_seen.is_set())
+        self._touch.observe(coordinator, client.coordinator_label())
+        self._log_repeats.flush()
         bound_s = self.config.join_timeout_ms / 1000.0
         step = self._reach.overdue(bound_s, self._first_join_bound_s)
         if step is None or self._error is not None:

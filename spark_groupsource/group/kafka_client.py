@@ -326,6 +326,18 @@ class KafkaGroupClient:
         node = coord.coordinator_id
         return bool(coord._manager.bootstrapped), node is not None and coord._client.connected(node)
 
+    def coordinator_label(self) -> str:
+        """The coordinator's broker for log lines ("broker 2 at 127.0.0.1:9092"; "" while none is known)."""
+        node = self._coord.coordinator_id
+        if node is None:
+            return ""
+        try:
+            broker = self._coord._manager.cluster.broker_metadata(node)
+        except Exception:  # noqa: BLE001 - a label only
+            broker = None
+        label = f"broker {str(node).removeprefix('coordinator-')}"  # kafka-python's own id for its connection
+        return label + (f" at {broker.host}:{broker.port}" if broker is not None else "")
+
     def unauthorized_topics(self) -> set[str]:
         """Topics the brokers' metadata answers said this principal may not DESCRIBE
         (kafka-python only logs them and retries its bootstrap)."""

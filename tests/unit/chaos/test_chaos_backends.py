@@ -34,7 +34,8 @@ def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -
         java_only[protocol] |= kafka_only[protocol]
         assert injected <= names(protocol, "mock") and not injected & names(protocol, "kafka")
         assert names(protocol, "kafka") == (names(protocol, "mock") - injected) | java_only[protocol]
-        assert names(protocol, "kafka", 3) == names(protocol, "kafka") | cluster
+        net = {sp.name for sp in SCENARIOS if sp.named_only} if protocol == "classic" else set()
+        assert names(protocol, "kafka", 3) == names(protocol, "kafka") | cluster | net
         assert not (cluster | java_only[protocol]) & names(protocol, "mock")
         for s in SCENARIOS:
             if protocol in s.protocols and s.name not in names(protocol, "kafka"):
@@ -44,6 +45,13 @@ def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -
                 assert "--broker kafka" in (why_not(s.name, protocol, "mock") or ""), s.name
     assert {"query_churn", "consumer_churn", "driver_kill9", "member_frozen", "worker_kill",
             "unreachable_bootstrap", "retention_fail", "retention_skip"} == names("consumer", "kafka")
+
+
+def test_the_network_scenarios_run_only_when_named() -> None:
+    """make chaos-net names them (--only); make chaos-kafka, naming none, leaves them out."""
+    net = {s.name for s in SCENARIOS if s.named_only}
+    assert {"net_coordinator_drop", "net_leader_reset", "clock_jumps"} <= net
+    assert all(s.backends == ("kafka",) or "mock" not in s.backends for s in SCENARIOS if s.named_only)
 
 
 def test_auto_picks_kafka_for_the_consumer_mode_when_its_jars_are_present(monkeypatch) -> None:
