@@ -490,6 +490,9 @@ class Run:
                              f"{sorted(self.gone_incarnations)} unread, gone with the topic (counted as deleted)")
         row.dup_total, row.dup_max, row.handovers = t.dup_total, t.dup_max, t.handovers
         row.regressions = len(self.sampler.regressions)
+        for r in self.sampler.beyond_end[:5]:
+            row.notes.append(f"committed offset of partition {r.partition} {r.before} lay beyond its log end, "
+                             f"replaced by {r.after} (a re-created topic or a truncated log; not a move back)")
         if t.lost:
             reasons.append(f"{t.lost} records lost, e.g. (seq, partition, offset) {t.lost_examples[:5]}")
         if t.wrong:

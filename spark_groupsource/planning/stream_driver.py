@@ -50,6 +50,7 @@ class DataLossCounters:
 
     batches: int = 0
     offsets_skipped: int = 0
+    rewound: int = 0  # partitions found beyond their log end, read again from their log start
 
 
 @dataclass
@@ -395,27 +396,44 @@ class StreamDriver:
                          marks: Mapping[TopicPartition, tuple[int, int]]) -> None:
         """A position below the log start (retention, deleted records) or past the end (topic
         recreated, log truncated) means records are gone: fail before any data moves, or with
-        failOnDataLoss=false log the partitions and ranges skipped, count them and go on from
-        the log start (or the new end) at once, as Spark's Kafka source does."""
+        failOnDataLoss=false log the partitions and ranges skipped, count them and go on at
+        once. Below the log start: from the log start, as Spark's source does. Past the end:
+        from the log start too (chaos finding 15). The topic was deleted and re-created (every
+        record in it is new: going on from the end skipped what was written into it before
+        this plan), or its log was truncated by an unclean election (the offsets above the end
+        will be written again): the log start loses nothing either way, at worst re-reads."""
         # the few partitions with a gap, in order (not a sort of every position per trigger)
-        # (a log start of None was not asked: the position is at or past the end)
+        # (a log start of None was not asked: the position is at the end)
         gone = sorted(tp for tp, pos in positions.items()
                       if pos > marks[tp][1] or (marks[tp][0] is not None and pos < marks[tp][0]))
-        skipped = []
+        skipped, rewound = [], []
         for tp in gone:
             pos = positions[tp]
             low, high = marks[tp]
             if pos > high:
-                new, detail = high, f"position {pos} is beyond the end offset {high}: records were deleted"
-                available = None
+                detail = (f"position {pos} is beyond the end offset {high}: the topic was deleted and re-created, "
+                          "or its log truncated")
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(tp.topic, tp.partition, pos, None, detail)
+                new = low if low is not None else 0
+                rewound.append((tp, pos, new, high))
             else:
-                new, detail = low, f"offsets [{pos}, {low}) are below the log start offset {low} (retention or deleted records)"
-                available = low
-            if self.opts.fail_on_data_loss:
-                raise DataLossError(tp.topic, tp.partition, pos, available, detail)
-            skipped.append((tp, pos, new, detail))
+                detail = f"offsets [{pos}, {low}) are below the log start offset {low} (retention or deleted records)"
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(tp.topic, tp.partition, pos, low, detail)
+                new = low
+                skipped.append((tp, pos, new, detail))
             positions[tp] = new
             self.positions[tp] = (new, self.positions[tp][1])  # resolve_positions set every owned one
+        if rewound:
+            self.data_loss.rewound += len(rewound)
+            log.warning(
+                "group %s: %d partitions are beyond their log end (the topic was deleted and re-created, or its log "
+                "truncated): with failOnDataLoss=false they are read again from their log start, whose records "
+                "are new if the topic was re-created and read twice if the log was truncated (%d partitions so "
+                "far): %s", self.opts.group_id, len(rewound), self.data_loss.rewound,
+                "; ".join(f"{tp} at {pos}, log [{new}, {high})" for tp, pos, new, high in rewound),
+            )
         if skipped:
             count = sum(max(0, new - pos) for _, pos, new, _ in skipped)
             self.data_loss.batches += 1
@@ -671,11 +689,11 @@ class StreamDriver:
 
     def _low_needed(self, owned: Mapping[TopicPartition, int]):
         """Which partitions' log start this plan needs: those acquired since the last plan (a
-        reset or starting offset may use it) and those with records beyond their position
-        (the data-loss check). A partition at its end cannot have lost records below its
-        position: the log start never passes the end."""
+        reset or starting offset may use it) and those not at their end: records beyond the
+        position, or a position past the end (the data-loss check). A partition at its end
+        cannot have lost records below its position: the log start never passes the end."""
         def needed(tp: TopicPartition, end: int) -> bool:
-            return self._acquired_since_last_plan(tp, owned[tp]) or self.positions[tp][0] < end
+            return self._acquired_since_last_plan(tp, owned[tp]) or self.positions[tp][0] != end
         return needed
 
     def _acquired_since_last_plan(self, tp: TopicPartition, serial: int) -> bool:

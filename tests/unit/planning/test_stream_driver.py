@@ -672,3 +672,28 @@ def test_startingoffsets_latest_applies_only_to_partitions_that_existed_at_the_s
     log.ends[T1] = 2
     group.assign({T0, T1})
     assert _ranges(d.plan(None, None)) == {T0: (5, 5), T1: (0, 2)}
+
+
+def test_a_position_beyond_the_log_end_is_read_again_from_the_log_start(caplog):
+    """Chaos finding 15: the topic deleted and re-created under the query (its member never saw
+    it gone) ends at 3 where the query stood at 9. With failOnDataLoss=false it is read from its
+    log start: every record of a re-created topic is new (going on from the end skipped them);
+    failOnDataLoss=true fails, naming the partition."""
+    group, log = InMemoryMembership(), _Log({T0: 9})
+    group.assign({T0})
+    d = _driver(group, log, failondataloss="false")
+    first = d.plan(None, None)
+    assert _ranges(first) == {T0: (0, 9)}
+    log.ends[T0] = 3  # re-created: 3 new records
+    with caplog.at_level("WARNING", logger="spark_groupsource.stream"):
+        nxt = d.plan(first, None)
+    assert _ranges(nxt) == {T0: (0, 3)}
+    assert d.data_loss.rewound == 1 and d.data_loss.offsets_skipped == 0
+    assert "t-0 at 9, log [0, 3)" in caplog.text
+    strict_group, strict_log = InMemoryMembership(), _Log({T0: 9})
+    strict_group.assign({T0})
+    strict = _driver(strict_group, strict_log)
+    batch = strict.plan(None, None)
+    strict_log.ends[T0] = 3
+    with pytest.raises(DataLossError, match="t-0.*beyond the end offset 3"):
+        strict.plan(batch, None)
