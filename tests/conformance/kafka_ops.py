@@ -18,11 +18,15 @@ _QUIET = {"log_level": 3}
 
 
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    # a librdkafka AdminClient is a producer-type handle, which would let the broker
+    # auto-create a topic it asks about (the dev broker keeps Kafka's auto-creation on)
+    return AdminClient({"bootstrap.servers": bootstrap, "allow.auto.create.topics": False, **_QUIET})
 
 
 def partition_count(bootstrap: str, topic: str) -> int | None:
-    md = admin(bootstrap).list_topics(topic, timeout=10)
+    """The topic's partition count (None: no such topic), from a Metadata request for all
+    topics, which never creates one."""
+    md = admin(bootstrap).list_topics(timeout=10)
     t = md.topics.get(topic)
     return None if t is None or t.error is not None else len(t.partitions)
 
@@ -76,7 +80,7 @@ def send(bootstrap: str, topic: str, vals: Sequence[str | bytes | None], *, part
     default partitioner puts them (keys None: sticky). Returns (partition, offset) per record,
     in order."""
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                  "linger.ms": 1, **_QUIET})
+                  "linger.ms": 1, "allow.auto.create.topics": False, **_QUIET})
     out: list[Any] = [None] * len(vals)
     errors: list[str] = []
 
@@ -110,7 +114,7 @@ def send(bootstrap: str, topic: str, vals: Sequence[str | bytes | None], *, part
 def transactional_producer(bootstrap: str) -> Iterator[Producer]:
     """KafkaTestUtils.withTransactionalProducer."""
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"conformance-{uuid.uuid4().hex[:8]}",
-                  "acks": "all", "linger.ms": 1, **_QUIET})
+                  "acks": "all", "linger.ms": 1, "allow.auto.create.topics": False, **_QUIET})
     p.init_transactions(30)
     try:
         yield p

@@ -16,6 +16,7 @@ from conformance.harness import (
     StreamPair,
     assert_same,
     batch_frames,
+    collect,
     failure_of,
     options_for,
     read_both,
@@ -337,3 +338,40 @@ def test_available_now(spark, kafka_broker, unique_name, tmp_path, mode):
         pair.assert_same("AvailableNow", expect_values=[f"foo-{i}" for i in range(15)])
         sizes = {r: [s for s in run.batch_sizes() if s] for r, run in pair.runs.items()}
     assert sizes == {"kafka": [5, 5, 5], "groupkafka": [5, 5, 5]}
+
+
+def test_rate_limit_of_long_max(spark, kafka_broker, unique_name, tmp_path):
+    """KafkaMicroBatchSourceSuite "SPARK-26718 Rate limit set to Long.Max should not overflow
+    integer during end offset calculation": startingOffsets at 5 of a one-partition topic,
+    maxOffsetsPerTrigger=Long.MaxValue, five more records."""
+    bs, topic = kafka_broker.bootstrap, unique_name("longmax")
+    create_topic(bs, topic, 1)
+    send(bs, topic, [str(i) for i in range(5)], partition=0)
+    opts = {"subscribe": topic, "startingOffsets": json.dumps({topic: {"0": 5}}),
+            "maxOffsetsPerTrigger": str(2**63 - 1), "kafka.metadata.max.age.ms": "1"}
+    with StreamPair(spark, bs, tmp_path, opts) as pair:
+        pair.start().process_all()
+        send(bs, topic, ["30", "31", "32", "33", "34"], partition=0)
+        pair.catch_up()
+        pair.assert_same("Long.MaxValue limit", expect_values=["30", "31", "32", "33", "34"])
+
+
+def test_batch_min_partitions_and_reuse(spark, kafka_broker, unique_name):
+    """KafkaRelationSuite "SPARK-30656: minPartitions" (at least 6 Spark partitions for 21 records
+    in 3 Kafka partitions, the same records) and "reuse same dataframe in query" (df.union(df):
+    every record twice)."""
+    bs, topic = kafka_broker.bootstrap, unique_name("minparts")
+    create_topic(bs, topic, 3)
+    send(bs, topic, [str(i) for i in range(10)], partition=0)
+    send(bs, topic, [str(i) for i in range(10, 20)], partition=1)
+    send(bs, topic, ["20"], partition=2)
+    frames = batch_frames(spark, bs, {"subscribe": topic, "minPartitions": "6"})
+    parts = {r: df.rdd.getNumPartitions() for r, df in frames.items()}
+    assert all(n >= 6 for n in parts.values()), parts
+    got = {r: collect(df) for r, df in frames.items()}
+    assert values(got["kafka"]) == sorted(str(i) for i in range(21))
+    assert_same(got, "minPartitions=6")
+    frames = batch_frames(spark, bs, {"subscribe": topic, "startingOffsets": "earliest", "endingOffsets": "latest"})
+    twice = {r: collect(df.union(df)) for r, df in frames.items()}
+    assert values(twice["kafka"]) == sorted(str(i) for i in [*range(21), *range(21)])
+    assert_same(twice, "df.union(df)")
