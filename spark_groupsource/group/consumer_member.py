@@ -108,6 +108,13 @@ class ConsumerProtocolConfig:
     poll_interval_ms: int = 100
 
 
+def _instance_in_use(code: int, text: str) -> bool:
+    """UNRELEASED_INSTANCE_ID (KIP-848): the broker keeps a static member's place for the
+    consumer already holding the instance id, as the Java client's UnreleasedInstanceIdException."""
+    unreleased = getattr(KafkaError, "UNRELEASED_INSTANCE_ID", None)
+    return (unreleased is not None and code == unreleased) or "instance id is still used" in text.lower()
+
+
 class _ClientLog(logging.Handler):
     """librdkafka's log: warnings and errors go to our log; the "feature" debug lines are
     watched for a broker without ConsumerGroupHeartbeat, which librdkafka reports nowhere else
@@ -126,6 +133,8 @@ class _ClientLog(logging.Handler):
                 # ConsumerGroupHeartbeat a fatal error, which it says only here (no error event
                 # reached the member's poll on Kafka 4.3.1); every commit then fails "Local: Fatal error"
                 self.member._denied_fatal(text)
+            elif "fatal" in text.lower() and _instance_in_use(0, text):
+                self.member._on_error(KafkaError(KafkaError._FATAL, text))  # said only here, too
         elif "ConsumerGroupHeartbeat" in text and "NOT supported" in text:
             self.member._fail(MembershipError(
                 f"group {self.member.config.group_id!r}: the brokers (bootstrap servers "
@@ -461,9 +470,14 @@ class ConsumerProtocolMembership:
 
     def _on_error(self, err: KafkaError) -> None:
         code = err.code()
-        if err.fatal() or code in _FATAL_CODES:
+        # librdkafka's "Fatal error" (_FATAL) event: the client is unusable from here on (seen
+        # with fatal() false for a static member whose instance id another consumer holds)
+        if err.fatal() or code in _FATAL_CODES or code == KafkaError._FATAL:
             what = err.str()
-            if code in (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE):
+            if _instance_in_use(code, what):
+                what += (f" (static member {self.config.group_instance_id!r}: another consumer of the group "
+                         "holds the same kafka.group.instance.id; stop it, or give this query another one)")
+            elif code in (KafkaError.UNSUPPORTED_VERSION, KafkaError._UNSUPPORTED_FEATURE):
                 what += (" (the broker does not serve the consumer group protocol, KIP-848 / "
                          "ConsumerGroupHeartbeat: use kafka.group.protocol=classic)")
             elif code == KafkaError.FENCED_INSTANCE_ID:

@@ -321,20 +321,9 @@ def test_bouncing_our_member_beside_a_static_java_consumer(kafka_broker, java, u
         m.close()
 
 
-_UNRELEASED_DEFECT = (
-    "product defect (issue 52): KIP-848, a running Java static member, then our member with the same "
-    "kafka.group.instance.id: librdkafka reports UNRELEASED_INSTANCE_ID as a fatal error at once (its log: "
-    "'FATAL ... Fatal error: Broker: The instance ID is still used by another member in the consumer group: "
-    "ConsumerGroupHeartbeat fatal error'), but consumer_member._on_error receives it as KafkaError._FATAL with "
-    "fatal() False, logs it at INFO ('client reports Fatal error ...') and the member waits for groupJoinTimeoutMs "
-    "(120 s by default; 40.1 s with 40 s) and then fails with GroupUnreachableError 'no assignment ... Check that "
-    "the brokers are up', which names neither the instance id nor the conflict. The Java consumer in the same "
-    "place fails at once with UnreleasedInstanceIdException (this test's consumer/ours-first case)")
-
-
 @pytest.mark.parametrize("protocol,ours_first", [
     ("classic", True), ("classic", False), ("consumer", True),
-    pytest.param("consumer", False, marks=pytest.mark.xfail(strict=True, reason=_UNRELEASED_DEFECT)),
+    pytest.param("consumer", False),
 ], ids=["classic-ours-first", "classic-java-first", "consumer-ours-first", "consumer-java-first"])
 def test_fencing_a_static_member_with_the_java_consumer(kafka_broker, java, unique_name, protocol, ours_first):
     """Ports consumer_test.py ``test_fencing_static_consumer`` (fencing_stage stable, one conflicting
