@@ -41,6 +41,12 @@ CATCH_UP_S = float(os.environ.get("GROUPKAFKA_CONFORMANCE_CATCH_UP_S", "30"))
 COLUMNS = ("topic", "partition", "offset", "key", "value", "timestamp", "timestampType")
 
 
+_JARS, _MISSING = spark_kafka_jars()
+#: ``pytestmark`` of every conformance module: skips at once, before a Spark session starts,
+#: where Spark's source's jars are missing (or GROUPKAFKA_SPARK_KAFKA_JARS=none).
+SKIP_WITHOUT_SPARK_SOURCE = pytest.mark.skipif(_MISSING is not None, reason=f"conformance suite: {_MISSING}")
+
+
 def require_spark_source(spark: Any) -> None:
     """Skip (with the reason) where the session has no ``format("kafka")``."""
     jars, missing = spark_kafka_jars()

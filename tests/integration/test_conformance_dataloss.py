@@ -13,6 +13,7 @@ import time
 import pytest
 from conformance.harness import (
     MODES,
+    SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
     assert_same,
     batch_frames,
@@ -31,6 +32,8 @@ from conformance.kafka_ops import (
 )
 
 from helpers import consume_all, wait_until
+
+pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 FAIL_ON_DATA_LOSS = pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from conformance.harness import (
+    SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
     assert_same,
     collect,
@@ -18,6 +19,7 @@ from conformance.harness import (
 )
 from conformance.kafka_ops import create_topic, send
 
+pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
 def _load(spark, reader, bs, opts, stream):
     src = spark.readStream if stream else spark.read

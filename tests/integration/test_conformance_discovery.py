@@ -12,6 +12,7 @@ import json
 import pytest
 from conformance.harness import (
     MODES,
+    SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
     assert_same,
     batch_frames,
@@ -20,6 +21,8 @@ from conformance.harness import (
     values,
 )
 from conformance.kafka_ops import add_partitions, create_topic, delete_topic, send
+
+pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 #: With default options groupkafka sees a new partition or topic at its member's next metadata

@@ -13,6 +13,7 @@ import json
 import pytest
 from conformance.harness import (
     MODES,
+    SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
     assert_same,
     batch_frames,
@@ -29,6 +30,8 @@ from conformance.kafka_ops import (
     send_in_transaction,
     transactional_producer,
 )
+
+pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 AVAILABLE_NOW = {"availableNow": True}
