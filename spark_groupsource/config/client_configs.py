@@ -33,6 +33,13 @@ _MEMBER_ONLY = frozenset(
 #: see spark_groupsource/group/no_auto_create.py. The option is refused (config/parsing.py).
 NO_AUTO_CREATE = {"allow.auto.create.topics": False}
 
+#: How often the classic member refreshes its metadata unless ``kafka.metadata.max.age.ms`` says:
+#: a leader sees added partitions and topics that begin to match the pattern (and rebalances to
+#: hand them out) at the next refresh. Java's and kafka-python's 5 minutes made new partitions
+#: wait that long (their records are not lost: they start at their earliest offset); Spark's
+#: source finds them at every trigger. One Metadata request per 10 s and query.
+MEMBER_METADATA_MAX_AGE_MS = 10_000
+
 #: librdkafka's prefetch per assigned partition, in KiB (``queued.max.messages.kbytes``; see
 #: fetcher_config); a task of long ranges gets four times as much (executor/prefetch.py)
 PREFETCH_KBYTES = 4096
@@ -188,6 +195,7 @@ def membership_config(opts: CommonOptions) -> dict[str, Any]:
         "max_poll_interval_ms": opts.max_poll_interval_ms,
     }
     out.update({k: v for k, v in typed.items() if v is not None})
+    out.setdefault("metadata_max_age_ms", MEMBER_METADATA_MAX_AGE_MS)
     out.update(opts.security.kafka_python())
     # the consumer's keyword (kafka-python 3.0.12 does not pass it on to its metadata: the
     # member's client factory does, spark_groupsource/group/no_auto_create.py)

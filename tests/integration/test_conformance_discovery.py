@@ -26,12 +26,9 @@ pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 #: With default options groupkafka sees a new partition or topic at its member's next metadata
-#: refresh (kafka.metadata.max.age.ms, 300 s); Spark's source, and its tests, within 30 s.
-LATE_DISCOVERY = pytest.mark.parametrize("mode", [
-    pytest.param("defaults", marks=pytest.mark.xfail(strict=True, reason=(
-        "issue 52: with default options groupkafka discovers added partitions and newly matching "
-        "topics only at kafka.metadata.max.age.ms (300 s); Spark's source lists them every trigger"))),
-    "spark-options"])
+#: refresh (10 s unless kafka.metadata.max.age.ms says: config/client_configs.py
+#: MEMBER_METADATA_MAX_AGE_MS; Java's 5 minutes made these cases wait past Spark's 30 s).
+LATE_DISCOVERY = BOTH
 
 #: What Spark's KafkaSourceSuiteBase sets on every stream of testFromLatestOffsets & co.
 LATEST_SPARK_OPTIONS = {"startingOffsets": "latest", "kafka.metadata.max.age.ms": "1", "failOnDataLoss": "false"}
