@@ -181,6 +181,7 @@ class GroupMembership:
         self._broker_assigns: str | None = None
         self._reach = _Reach()
         # the coordinator unreachable said once, and its return (issue 53: spark_groupsource/group/touch.py)
+        self._lapse_said = False  # the session lapse (may_plan) was logged
         self._touch = CoordinatorTouch(config.group_id, int(client.get("session_timeout_ms", 45_000)) / 1000.0)
         self._refusals = RefusalWatch(config.security, _servers(config.client_config), "kafka-python")
         self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
@@ -484,9 +485,25 @@ class GroupMembership:
         """Eager: no new batch while a rebalance is under way. Cooperative: always (the
         planner leaves out the partitions being revoked; commits that meet the rebalance are
         kept and sent once it is over)."""
+        if self._session_lapsed():
+            return False
         if self.cooperative:
             return True
         return not (snap or self.snapshot()).rebalancing
+
+    def _session_lapsed(self) -> bool:
+        """No new batch while no heartbeat has been answered for a whole session: the member may
+        be out of the group, its partitions another's (a frozen or starved process; a
+        coordinator away, where the commit of the last batch is pending too). The next answer,
+        or the rejoin that a refused heartbeat starts, ends it; said once per lapse."""
+        client = self._client
+        lapsed = client is not None and client.session_lapsed()
+        if lapsed and not self._lapse_said:
+            log.warning("group %s: no heartbeat answered for a whole session (kafka.session.timeout.ms): the "
+                        "member may be out of the group; no new micro-batch until the coordinator answers",
+                        self.config.group_id)
+        self._lapse_said = lapsed
+        return lapsed
 
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         """Give partitions up only after the batch reading them has completed and committed.

@@ -305,6 +305,16 @@ class KafkaGroupClient:
         self._coord.maybe_leave_group(reason=reason, timeout_ms=timeout_ms)
 
     # ---- state --------------------------------------------------------------------------
+    def session_lapsed(self) -> bool:
+        """Joined, but no heartbeat answered for a whole session (kafka-python's own test): the
+        coordinator may have dropped this member already, as when its process was frozen or
+        starved (chaos member_frozen: a thawed member planned a batch over partitions another
+        member had taken over, before its first heartbeat learnt it was out)."""
+        coord = self._coord
+        heartbeat = getattr(coord, "heartbeat", None)
+        return bool(heartbeat is not None and coord.generation_if_stable() is not None
+                    and heartbeat.session_timeout_expired())
+
     def state(self) -> GroupState:
         coord = self._coord
         gen = coord._generation
