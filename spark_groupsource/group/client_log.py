@@ -33,8 +33,8 @@ class RepeatFilter(logging.Filter):
         self.suppressed_total = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, _MARK, False):
-            return True
+        if getattr(record, _MARK, False) or record.levelno < logging.INFO:
+            return True  # DEBUG is asked for: every line of it (a test counted re-authentications)
         key = (record.name, record.levelno, str(record.msg))
         now = self._clock()
         due = None

@@ -106,3 +106,11 @@ def test_a_short_reconnect_is_no_news(caplog):
     clock.t += LOST_TOUCH_S / 2
     touch.observe(True)
     assert not [r for r in caplog.records if r.name == "spark_groupsource.membership"]
+
+
+def test_debug_lines_are_never_collapsed():
+    """DEBUG is asked for to see every line (a test counts kafka-python's re-authentications)."""
+    f = RepeatFilter(window_s=10.0, clock=lambda: 0.0)
+    rec = logging.LogRecord("kafka.net.connection", logging.DEBUG, __file__, 1, "Beginning SASL re-authentication",
+                            None, None)
+    assert all(f.filter(rec) for _ in range(3)) and f.suppressed_total == 0
