@@ -192,12 +192,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 #: (two local Spark sessions on 2 cores starve each other's Python workers, which must connect
 #: back to the JVM within Spark's fixed 10 s).
 SPARK_GROUP = "spark"
+#: Modules whose Spark tests form a second group, so that the other xdist worker runs them beside
+#: the main group: the differential suite against Spark's source and the Schema Registry tests
+#: (about a quarter of the Spark tests' time, self-contained). Each worker has its own session.
+SECOND_SPARK_GROUP = "spark-2"
+SECOND_SPARK_MODULES = ("tests/integration/test_conformance_", "tests/integration/test_registry_")
 
 
 def _xdist_group(item: pytest.Item, names: set[str]) -> str:
     """Tests of one module stay on one worker (module-scoped fixtures such as the demo run are
     made once); tests using the Spark session share one group across modules."""
     if "spark" in names:
+        if item.nodeid.startswith(SECOND_SPARK_MODULES):
+            return SECOND_SPARK_GROUP
         return SPARK_GROUP
     return item.nodeid.split("::", 1)[0]
 
