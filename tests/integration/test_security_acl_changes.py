@@ -30,9 +30,11 @@ pytestmark = pytest.mark.integration
 PARTS = 2
 USER = "carol"
 PRINCIPAL = f"User:{USER}"
-#: How soon after the revocation the query must have failed: a few heartbeat intervals (3 s by
-#: default), far below the default 45 s session.
-FAIL_WITHIN_S = 15
+#: How soon after the revocation the query must have failed: below the default 45 s session (the
+#: group cases failed only when it ran out before) and far below for ever (the topic cases hung).
+#: Measured 0.4-2.6 s idle; the mid-batch topic case includes Spark failing the batch's job, which
+#: took longer than 15 s in a clean-clone CI run with both Spark groups busy (2026-12-01 23:50 UTC)
+FAIL_WITHIN_S = 40
 CONSUMER_PROTOCOL = {"kafka.group.protocol": "consumer"}
 
 
