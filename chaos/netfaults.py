@@ -44,6 +44,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from chaos import clockstep
 from chaos import kafka_faults as kf
 from chaos import run as _run
 from chaos.procs import Member, descendants
@@ -616,21 +617,12 @@ def _scenario(fn, mode):
     return run
 
 
-# -- clock jumps (libfaketime) -------------------------------------------------------------------
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-
-
-def faketime_missing() -> str | None:
-    if os.path.exists(FAKETIME_LIB):
-        return None
-    return f"libfaketime not installed ({FAKETIME_LIB}; Debian's faketime package: apt-get install -y faketime)"
-
-
+# -- clock jumps (our LD_PRELOAD shim, chaos/clockstep.c) ----------------------------------------
 @contextlib.contextmanager
-def _faked(path: str):
-    """The members started inside get libfaketime (wall clock from ``path``, monotonic real)."""
-    env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": path, "FAKETIME_CACHE_DURATION": "1",
-           "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_DONT_RESET": "1",
+def _stepped(lib: str, path: str):
+    """The members started inside get the clock-step shim (wall clock offset from ``path``,
+    monotonic real); it reaches their JVM and its Python workers through the environment."""
+    env = {**clockstep.env(lib, path),
            # the sink's batch times stay on the harness's (real) wall clock: chaos/sink.py
            "CHAOS_WALL_MINUS_MONOTONIC": repr(time.time() - time.monotonic())}
     saved = {k: os.environ.get(k) for k in env}
@@ -646,24 +638,21 @@ def _faked(path: str):
 
 
 def _step(r: Run, path: str, offset_s: int, why: str) -> None:
-    with open(path + ".tmp", "w") as f:
-        f.write(f"{offset_s:+d}\n")
-    os.replace(path + ".tmp", path)
-    r.event(f"clock of a's processes set to real {offset_s:+d}s ({why})")
+    clockstep.step(path, offset_s)
+    r.event(f"clock of the queries' processes set to real {offset_s:+d}s ({why})")
 
 
 def clock_jumps(r: Run) -> None:
-    """a's driver and executors under libfaketime: the wall clock stepped +5 min and -5 min
-    during a broker outage (kill -9 of the busiest leader, 20 s), then -3 min and +3 min while a
-    second query joins and the group rebalances; monotonic clocks untouched (an NTP step)."""
-    missing = faketime_missing()
-    if missing:
-        raise RuntimeError(missing)
+    """a's and b's drivers and executors on the clock-step shim: the wall clock stepped +5 min
+    and -5 min during a broker outage (kill -9 of the busiest leader, 20 s), then -3 min and
+    +3 min while a second query joins and the group rebalances; monotonic clocks untouched (an
+    NTP step)."""
     net = _net(r)
-    path = os.path.join(r.dir, "faketime")
+    lib = clockstep.build(os.path.join(r.dir, "clockstep"))
+    path = os.path.join(r.dir, "clock_offset")
     _step(r, path, 0, "start")
     r.produce()
-    with _faked(path):
+    with _stepped(lib, path):
         a = net.watch(r.start("a", bootstrap=net.bootstrap, brokerOutageTimeoutMs=str(BOUND_MS),
                               groupJoinTimeoutMs=str(BOUND_MS)))
     r.wait_reading(a, batches=2)
@@ -677,7 +666,7 @@ def clock_jumps(r: Run) -> None:
     r.sleep(8)
     kf._restart(r, victim)
     r.sleep(8)
-    with _faked(path):
+    with _stepped(lib, path):
         b = net.watch(r.start("b", bootstrap=net.bootstrap))
     r.sleep(2)
     _step(r, path, -480, "back 3 min more as b joins")
@@ -703,5 +692,5 @@ ABOUT = {
     "net_driver_reset": "a's driver cut off from every broker (TCP resets) 20 s, bounds 90 s",
     "net_leader_drop": "a's executors cut off from the busiest partition leader (silent drop) 20 s",
     "net_leader_reset": "a's executors cut off from the busiest partition leader (TCP resets) 20 s",
-    "clock_jumps": "libfaketime: a's wall clock stepped +-5 min in a broker outage, +-3 min in a rebalance",
+    "clock_jumps": "a's wall clock (LD_PRELOAD shim) stepped +-5 min in a broker outage, +-3 min in a rebalance",
 }

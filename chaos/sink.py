@@ -22,7 +22,7 @@ def write_batch(out: str, owner: str, batch_id: int, rows: Iterable[tuple[int, i
     so a batch written after the fact (a Java consumer's, see chaos.traffic.JavaPlainMember)
     carries the time it was read."""
     if t is None:
-        # a member under libfaketime (chaos/netfaults.py clock_jumps) has a stepped wall clock:
+        # a member on the clock-step shim (chaos/netfaults.py clock_jumps) has a stepped wall clock:
         # its batches carry the harness's wall clock, from its real monotonic one
         anchor = os.environ.get("CHAOS_WALL_MINUS_MONOTONIC")
         t = float(anchor) + time.monotonic() if anchor else time.time()
