@@ -77,3 +77,14 @@ class TlsError(SecurityError):
 
 class AuthorizationError(SecurityError):
     """A broker denied an operation for lack of an ACL (GROUP_/TOPIC_AUTHORIZATION_FAILED)."""
+
+
+class GroupFullError(MembershipError):
+    """The group's coordinator refused this member with GROUP_MAX_SIZE_REACHED: the group already
+    holds as many members as the brokers' ``group.max.size`` (classic) or
+    ``group.consumer.max.size`` (KIP-848) allows. Fatal, as in the Java client: waiting cannot
+    free a place."""
+
+    def __init__(self, message: str, setting: str):
+        self.setting = setting
+        super().__init__(message)

@@ -32,6 +32,7 @@ from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
     AuthorizationError,
     FencedError,
+    GroupFullError,
     GroupUnreachableError,
     MembershipError,
 )
@@ -41,6 +42,7 @@ from spark_groupsource.group.assignor_bridge import (
     perform_assignment,
     rebalance_protocol_of,
 )
+from spark_groupsource.group.group_full import group_full_error
 from spark_groupsource.group.poll_interval import PollWatch, leave_warning
 from spark_groupsource.group.seam import (
     CommitResult,
@@ -279,7 +281,7 @@ class GroupMembership:
                     return
                 log.warning("group %s: membership loop error: %s", self.config.group_id, exc)
                 exc = self._as_denied(exc)
-                if isinstance(exc, (*kafka_client.FATAL_JOIN_ERRORS, AuthorizationError)):
+                if isinstance(exc, (*kafka_client.FATAL_JOIN_ERRORS, AuthorizationError, GroupFullError)):
                     with self._cond:
                         self._error = exc
                         self._cond.notify_all()
@@ -331,7 +333,8 @@ class GroupMembership:
                                           _servers(self.config.client_config)))
 
     def _as_denied(self, exc: BaseException) -> BaseException:
-        """A missing ACL as an :class:`AuthorizationError` naming principal, resource, operation."""
+        """A missing ACL as an :class:`AuthorizationError` naming principal, resource, operation; a
+        full group (GROUP_MAX_SIZE_REACHED) as a :class:`GroupFullError` naming the limit."""
         servers = _servers(self.config.client_config)
         if isinstance(exc, kafka_client.GroupAuthorizationFailedError):
             return authorization_error(self.config.security, "Group", self.config.group_id,
@@ -339,6 +342,8 @@ class GroupMembership:
         if isinstance(exc, kafka_client.TopicAuthorizationFailedError):
             return subscription_denied(self.config.security, self.config.topics, self.config.pattern, servers,
                                        str(exc))
+        if isinstance(exc, kafka_client.GroupMaxSizeReachedError):
+            return group_full_error(self.config.group_id, "classic", servers, f"JoinGroup: {exc}")
         return exc
 
     def _check_reach(self, client: kafka_client.KafkaGroupClient) -> None:

@@ -44,6 +44,7 @@ from spark_groupsource.config.access import (
 from spark_groupsource.config.client_configs import NO_AUTO_CREATE
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
+from spark_groupsource.group.group_full import group_full_error, is_group_full
 from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
 from spark_groupsource.group.poll_interval import PollWatch, leave_warning
 from spark_groupsource.group.seam import (
@@ -133,7 +134,7 @@ class _ClientLog(logging.Handler):
                 # ConsumerGroupHeartbeat a fatal error, which it says only here (no error event
                 # reached the member's poll on Kafka 4.3.1); every commit then fails "Local: Fatal error"
                 self.member._denied_fatal(text)
-            elif "fatal" in text.lower() and _instance_in_use(0, text):
+            elif "fatal" in text.lower() and (_instance_in_use(0, text) or is_group_full(text)):
                 self.member._on_error(KafkaError(KafkaError._FATAL, text))  # said only here, too
         elif "ConsumerGroupHeartbeat" in text and "NOT supported" in text:
             self.member._fail(MembershipError(
@@ -470,6 +471,11 @@ class ConsumerProtocolMembership:
 
     def _on_error(self, err: KafkaError) -> None:
         code = err.code()
+        if code == KafkaError.GROUP_MAX_SIZE_REACHED or is_group_full(err.str()):
+            # librdkafka makes it a fatal error (as Java does): the group has no place for us
+            self._fail(group_full_error(self.config.group_id, "consumer", _servers(self.config.client_config),
+                                        f"ConsumerGroupHeartbeat: {err.str()}"))
+            return
         # librdkafka's "Fatal error" (_FATAL) event: the client is unusable from here on (seen
         # with fatal() false for a static member whose instance id another consumer holds)
         if err.fatal() or code in _FATAL_CODES or code == KafkaError._FATAL:

@@ -105,6 +105,7 @@ RECONNECT_BACKOFF_MAX_MS = 1_000
 KafkaError = kerr.KafkaError
 GroupAuthorizationFailedError = kerr.GroupAuthorizationFailedError
 TopicAuthorizationFailedError = kerr.TopicAuthorizationFailedError
+GroupMaxSizeReachedError = kerr.GroupMaxSizeReachedError
 KafkaTimeoutError = kerr.KafkaTimeoutError
 FencedInstanceIdError = kerr.FencedInstanceIdError
 
