@@ -533,3 +533,26 @@ def assert_backs_off_while_down(kafka: Any, capfd: Any, node: int = 1) -> None:
     attempts = capfd.readouterr().err.count("Connecting to ")
     kafka.start_node(node)
     assert 0 < attempts <= MAX_OUTAGE_ATTEMPTS, f"{attempts} connection attempts in {OUTAGE_S:.0f}s"
+
+
+def bounded_process_all(query: Any, timeout_s: float, label: str) -> None:
+    """``processAllAvailable`` with a bounded wait (it has no timeout of its own); a failed
+    query raises its error, one that does not catch up within ``timeout_s`` an AssertionError
+    naming ``label``."""
+    import threading
+
+    err: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            query.processAllAvailable()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            err.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise AssertionError(f"{label} did not catch up within {timeout_s}s")
+    if err:
+        raise err[0]

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from conformance.jars import spark_kafka_jars
+from helpers import bounded_process_all
 
 #: Spark's own Kafka source and ours, in the order each scenario runs them.
 READERS = ("kafka", "groupkafka")
@@ -195,21 +196,7 @@ class ReaderRun:
     def process_all(self) -> None:
         """``processAllAvailable``, bounded (it has no timeout of its own); a failed query
         raises."""
-        err: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                self.query.processAllAvailable()
-            except BaseException as exc:  # noqa: BLE001
-                err.append(exc)
-
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        t.join(QUERY_TIMEOUT_S)
-        if t.is_alive():
-            raise AssertionError(f"{self.reader}: the query did not catch up within {QUERY_TIMEOUT_S}s")
-        if err:
-            raise err[0]
+        bounded_process_all(self.query, QUERY_TIMEOUT_S, f"{self.reader}: the query")
 
     def await_end(self) -> None:
         """Wait for a query with an AvailableNow/once trigger to end."""

@@ -18,7 +18,7 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from helpers import Record, committed_offsets, produce_keyed, wait_until
+from helpers import Record, bounded_process_all, committed_offsets, produce_keyed, wait_until
 
 #: Every wait on a query is bounded by this (a hang is a failure, not a stuck CI run).
 QUERY_TIMEOUT_S = 90
@@ -183,23 +183,7 @@ def stop(query: Any) -> None:
 
 def process_all(query: Any) -> None:
     """``processAllAvailable`` with a bounded wait (it has no timeout of its own)."""
-    import threading
-
-    err: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            query.processAllAvailable()
-        except BaseException as exc:  # noqa: BLE001
-            err.append(exc)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(QUERY_TIMEOUT_S)
-    if t.is_alive():
-        raise AssertionError(f"query {query.name} did not catch up within {QUERY_TIMEOUT_S}s")
-    if err:
-        raise err[0]
+    bounded_process_all(query, QUERY_TIMEOUT_S, f"query {query.name}")
 
 
 def wait_rows(spark: Any, name: str, n: int, timeout: float = QUERY_TIMEOUT_S, query: Any = None) -> None:

@@ -5,11 +5,12 @@ livelock for a query alone whose every batch outlasts the interval); else the gr
 
 from __future__ import annotations
 
+from log_double import LogDouble
+
 from assignment.model import TopicPartition
 from spark_groupsource.config import parse_stream_options
 from spark_groupsource.group.memory_member import InMemoryMembership
 from spark_groupsource.planning.late_batch import lost_ranges, resume_offset
-from spark_groupsource.planning.offset_reader import Partial
 from spark_groupsource.planning.offsets import StreamOffset
 from spark_groupsource.planning.stream_driver import StreamDriver
 
@@ -33,36 +34,9 @@ def test_lost_ranges_are_those_not_held_under_the_planned_acquisition():
     assert lost_ranges(ranges, {T0: 1, T1: 2}, {T0: 3}) == {T0: (0, 10)}  # lost and acquired again
 
 
-class _Log:
-    def __init__(self, ends, group):
-        self.ends, self.group, self.committed_asked = dict(ends), group, 0
-
-    def send_watermarks(self, parts, earliest=True):
-        return sorted(set(parts))
-
-    def try_watermarks(self, parts, retries=None, asked=None, low_needed=None):
-        return Partial({tp: (0, self.ends[tp]) for tp in parts}, {}, 1)
-
-    def topics(self, named=()):
-        return {"t": 1 + max(tp.partition for tp in self.ends)}
-
-    def try_committed(self, group_id, parts, retries=None):
-        self.committed_asked += 1
-        return Partial(self.group.committed(parts), {}, 1)
-
-    def reachable(self):
-        return None
-
-    def for_timestamps(self, stamps):
-        return {}
-
-    def close(self):
-        pass
-
-
 def _driver(ends):
     group = InMemoryMembership()
-    log = _Log(ends, group)
+    log = LogDouble(ends, group)
     opts = parse_stream_options({"kafka.bootstrap.servers": "unused:9092", "kafka.group.id": "g",
                                  "subscribe": "t", "startingoffsets": "earliest"})
     d = StreamDriver(opts, membership=group, reader=log)
