@@ -21,6 +21,7 @@ not being revoked keep flowing (the protocol is incremental).
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import sys
@@ -55,6 +56,7 @@ from spark_groupsource.group.seam import (
     Snapshot,
     raise_failure,
 )
+from spark_groupsource.group.touch import CoordinatorTouch, librdkafka_coordinator
 
 log = logging.getLogger("spark_groupsource.consumer_member")
 
@@ -89,6 +91,8 @@ RECHECK_REFUSED_S = 1.0
 #: by another member's long batch keeps reporting a rebalance until it completes. Where the
 #: broker batches assignments (Kafka >= 4.3), its reported interval is added (join_grace_s).
 EMPTY_ASSIGNMENT_GRACE_S = 10.0
+#: librdkafka's statistics interval: how often the member looks at its coordinator's connection
+TOUCH_STATS_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,9 @@ class ConsumerProtocolMembership:
         # expires, this member's thread polls it all the time; the drain bound above is shorter
         self._poll = PollWatch(config.rebalance_timeout_ms / 1000.0)
         self._rejoin = threading.Event()  # the query planned again after the member left
+        # the coordinator unreachable said once, and its return, from librdkafka's statistics
+        # (issue 53, as the classic member: spark_groupsource/group/touch.py); the session is the broker's
+        self._touch = CoordinatorTouch(config.group_id)
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -224,7 +231,11 @@ class ConsumerProtocolMembership:
             **NO_AUTO_CREATE,  # librdkafka's consumer default, said (issue 52)
             "error_cb": self._on_error,
             "logger": self._client_logger(),
+            "stats_cb": self._on_stats,
         })
+        # every second unless the query set kafka.statistics.interval.ms (0 turns the
+        # lost-touch lines off): delivered to the member's poll(), on its thread
+        conf.setdefault("statistics.interval.ms", TOUCH_STATS_MS)
         debug = [d for d in str(conf.get("debug", "")).split(",") if d.strip()]
         conf["debug"] = ",".join(debug + (["feature"] if "feature" not in debug and "all" not in debug else []))
         for key, value in (("group.remote.assignor", cfg.remote_assignor),
@@ -468,6 +479,14 @@ class ConsumerProtocolMembership:
         if gone:
             log.warning("group %s: lost %d partitions (member fenced or session expired): %s",
                         self.config.group_id, len(gone), sorted(map(str, gone)))
+
+    def _on_stats(self, raw: str) -> None:
+        try:
+            stats = json.loads(raw)
+        except ValueError:
+            return
+        reached, where = librdkafka_coordinator(stats)
+        self._touch.observe(reached, where)
 
     def _on_error(self, err: KafkaError) -> None:
         code = err.code()

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 log = logging.getLogger("spark_groupsource.membership")
 
@@ -64,3 +65,30 @@ class CoordinatorTouch:
     def lost_for_s(self) -> float | None:
         """Seconds the coordinator has been unreachable (None: reachable)."""
         return None if self._missing_since is None else self._clock() - self._missing_since
+
+
+#: a request outstanding this long on the coordinator's connection with nothing received (a
+#: silent network: the connection stays UP until librdkafka's socket timeout, 60 s)
+SILENT_S = 1.0
+
+
+def librdkafka_coordinator(stats: Mapping[str, Any]) -> tuple[bool, str]:
+    """The group coordinator as librdkafka's statistics (``statistics.interval.ms``) show it to
+    the KIP-848 member: (reached, "broker N at host:port"; "" while it knows none, as before it
+    first found one: :class:`CoordinatorTouch` says nothing until it was reached once).
+
+    librdkafka talks to the coordinator on a connection of its own, its logical
+    "GroupCoordinator" broker: reached while that is UP, the group's state is "up", and no
+    request on it has waited ``SILENT_S`` with nothing received (a drop that resets nothing)."""
+    brokers = stats.get("brokers") or {}
+    coord = brokers.get("GroupCoordinator")
+    if not isinstance(coord, Mapping) or not coord.get("nodename"):
+        return False, ""
+    where = str(coord["nodename"])
+    node = next((b.get("nodeid") for b in brokers.values()
+                 if isinstance(b, Mapping) and b.get("source") != "logical" and b.get("nodename") == where), None)
+    label = f"broker {node} at {where}" if node is not None and node >= 0 else where
+    up = coord.get("state") == "UP" and (stats.get("cgrp") or {}).get("state") == "up"
+    rxidle_us = coord.get("rxidle", -1)
+    silent = int(coord.get("waitresp_cnt") or 0) > 0 and rxidle_us is not None and rxidle_us >= SILENT_S * 1e6
+    return up and not silent, label
