@@ -27,7 +27,7 @@ typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 static clock_gettime_fn real_clock_gettime;
 static const char *offset_file;
 static _Atomic long long offset_s;
-static _Atomic long long next_read_ns;  /* real CLOCK_MONOTONIC ns of the next file read */
+static _Atomic long long next_read_ns;  /* real CLOCK_MONOTONIC_COARSE ns of the next file read */
 
 static int raw_clock_gettime(clockid_t id, struct timespec *ts) {
     if (real_clock_gettime)
@@ -51,7 +51,8 @@ static long long parse_offset(const char *s, ssize_t n) {
 
 static long long current_offset(void) {
     struct timespec now;
-    if (!offset_file || raw_clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+    /* the coarse clock (the kernel's last tick, no TSC read) keeps a wall-clock read cheap */
+    if (!offset_file || raw_clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0)
         return atomic_load(&offset_s);
     long long now_ns = (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
     long long due = atomic_load(&next_read_ns);
