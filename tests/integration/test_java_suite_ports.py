@@ -17,13 +17,14 @@ assignment with seeks (``testSeekAndCommitWithBrokerFailures``), ``close()`` tim
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
 from typing import Any
 
 import pytest
-from test_stream_support import duplicates, ends, produce, stop
+from test_stream_support import duplicates, ends, owned_partitions, produce, stop
 
 from assignment.model import TopicPartition
 from helpers import (
@@ -120,9 +121,11 @@ class _Sink:
             return [po for _, got in self.batches for po in got]
 
 
-def _query(spark: Any, broker: Any, topic: str, group: str, sink: Any, checkpoint: str, **options: str) -> Any:
+def _query(spark: Any, broker: Any, topic: str, group: str, sink: Any, checkpoint: str, *,
+           reset: str | None = "earliest", **options: str) -> Any:
+    """A query on ``topic`` in ``group`` into ``sink``; ``reset=None``: default options only."""
     opts = {"kafka.bootstrap.servers": broker.bootstrap, "kafka.group.id": group, "subscribe": topic,
-            "kafka.auto.offset.reset": "earliest", **options}
+            **({"kafka.auto.offset.reset": reset} if reset else {}), **options}
     return (spark.readStream.format("groupkafka").options(**opts).load()
             .writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
             .trigger(processingTime="200 milliseconds").start())
@@ -443,7 +446,7 @@ def test_slow_leader_assignment_keeps_the_group_stable(kafka_broker, java, uniqu
 
 
 # ----------------------------------------------------------------------------------------------
-# consumer_test.py / ConsumerBounceTest: a broker bounce (last: it restarts the session's broker)
+# Records arriving throughout (the bounce and failure cases below)
 # ----------------------------------------------------------------------------------------------
 class _Feed:
     """One record per partition of each topic every ``every_s`` from a thread (records queue in
@@ -456,6 +459,7 @@ class _Feed:
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
                                   "enable.idempotence": True, "log_level": 0})
         self.landed: dict[str, set[tuple[int, int]]] = {t: set() for t in topics}
+        self._lock = threading.Lock()  # landed grows in the producer's callbacks
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="ports-feed")
@@ -465,7 +469,8 @@ class _Feed:
         if err is not None:
             self.errors.append(str(err))
         else:
-            self.landed[msg.topic()].add((msg.partition(), msg.offset()))
+            with self._lock:
+                self.landed[msg.topic()].add((msg.partition(), msg.offset()))
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
@@ -487,11 +492,322 @@ class _Feed:
 
     def ends(self, topic: str) -> dict[int, int]:
         out = dict.fromkeys(range(PARTS), 0)
-        for p, o in self.landed[topic]:
+        with self._lock:
+            landed = list(self.landed[topic])
+        for p, o in landed:
             out[p] = max(out[p], o + 1)
         return out
 
 
+# ----------------------------------------------------------------------------------------------
+# consumer_test.py: consumer bounces and failures, the Java consumers the members that go
+# ----------------------------------------------------------------------------------------------
+#: VerifiableConsumerTest's session timeout (``session_timeout_sec=10``): classic, the Java
+#: consumers' own; KIP-848, the dev broker's ``group.consumer.session.timeout.ms`` is the same
+JAVA_SESSION_MS = 10_000
+
+
+def _java_kw(protocol: str) -> dict[str, Any]:
+    """The system test's consumers: RangeAssignor (classic; KIP-848: the broker's assignor), 10 s
+    session."""
+    return {"group_protocol": protocol,
+            **({"assignment_strategy": "range", "session_timeout_ms": JAVA_SESSION_MS} if protocol == "classic"
+               else {})}
+
+
+class _CommitWatch:
+    """The group's committed offsets, sampled from a thread every ``every_s`` by a consumer that
+    never joins; every move back is kept (a commit must never go behind one before it)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, every_s: float = 0.25):
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as CTP
+
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                   "log_level": 0})
+        self._tps = [CTP(topic, p) for p in range(PARTS)]
+        self.every_s = every_s
+        self.last: dict[int, int] = {}
+        self.back: list[tuple[int, int, int]] = []  # (partition, before, after)
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="ports-commit-watch")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                got = self._consumer.committed(self._tps, timeout=5)
+            except Exception:  # noqa: BLE001 - coordinator moving or loading: the next sample
+                continue
+            self.samples += 1
+            for tp in got:
+                if tp.error is not None or tp.offset < 0:
+                    continue
+                before = self.last.get(tp.partition)
+                if before is not None and tp.offset < before:
+                    self.back.append((tp.partition, before, tp.offset))
+                self.last[tp.partition] = max(before or 0, tp.offset)
+
+    def start(self) -> _CommitWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
+
+
+def _committed(b: Any, group: str, topic: str) -> dict[int, int | None] | None:
+    """The group's committed offsets, None while the coordinator cannot say (NOT_COORDINATOR
+    while ``__consumer_offsets`` loads on a fresh broker, or moves)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return committed_offsets(b.bootstrap, group, topic, PARTS)
+    except KafkaException:
+        return None
+
+
+class _Gone:
+    """A Java consumer stopped (clean: SIGTERM, revocation, final commit, LeaveGroup) or killed
+    (SIGKILL: no commit, no leave), with the partitions it owned and the group's committed
+    offsets just after it went: what of its reads another member may read again."""
+
+    def __init__(self, j: JavaConsumer, hard: bool, owned: set[int], committed: dict[int, int | None]):
+        self.java, self.hard, self.owned, self.committed = j, hard, owned, committed
+
+    def uncommitted(self) -> set[tuple[int, int]]:
+        """Its reads the group's offsets did not cover when it went: after a kill, those at or
+        above the partition's commit; after a clean stop none (its final commit covers them),
+        but for what a failed commit dropped (:func:`_uncommitted_reads`), as for any member."""
+        out = _uncommitted_reads(self.java)
+        if self.hard:
+            out |= {(p, o) for p, o in _java_reads(self.java)
+                    if p in self.owned and o >= (self.committed.get(p) or 0)}
+        return out
+
+
+class _Group:
+    """A query (default options and a group id) and Java consumers in one group on a 4-partition
+    topic, records arriving throughout: the system test's setup, our query one of the members."""
+
+    def __init__(self, spark: Any, b: Any, java: Any, unique_name: Any, checkpoint: str, protocol: str,
+                 javas: dict[str, dict[str, Any]]):
+        self.b, self.java, self.protocol = b, java, protocol
+        self.topic, self.group = unique_name(f"cbounce-{protocol}"), unique_name("g")
+        b.create_topic(self.topic, PARTS)
+        self.spec = javas
+        self.live: dict[str, JavaConsumer] = {n: java.start(self.group, [self.topic], name=n, **_java_kw(protocol), **kw)
+                                              for n, kw in javas.items()}
+        self.all_java: list[JavaConsumer] = list(self.live.values())
+        self.gone: list[_Gone] = []
+        # Every partition gets a commit before the query joins (the Java consumers read one
+        # record each from earliest): the query, with default options, starts each partition it
+        # gets from the group's offset, so what it reads does not hang on the timing of its first
+        # plan (a partition without a commit would start at `latest`, as a Java consumer's)
+        self.seeds = {(r.partition, r.offset) for r in produce(b.bootstrap, self.topic, PARTS, PARTS)}
+        wait_until(lambda: _committed(b, self.group, self.topic) == dict.fromkeys(range(PARTS), 1),
+                   WAIT_S, interval=0.3, message="the Java consumers to commit the seed records")
+        self.sink = _Sink()
+        self.last_shares: dict[str, set[int]] = {}
+        self.query = _query(spark, b, self.topic, self.group, self.sink, checkpoint, reset=None,
+                            **({"kafka.group.protocol": "consumer"} if protocol == "consumer" else {}))
+        self.feed = _Feed(b.bootstrap, [self.topic]).start()
+        self.watch = _CommitWatch(b.bootstrap, self.group, self.topic).start()
+
+    def query_parts(self) -> set[int]:
+        _alive(self.query)
+        return owned_partitions(self.query) or set()
+
+    def split(self) -> dict[str, set[int]] | None:
+        """Who owns what, when every member owns something and the shares are disjoint and
+        complete (the group stable, our member's share as its last plan says)."""
+        shares = {"query": self.query_parts(), **{n: _java_parts(j) for n, j in self.live.items()}}
+        self.last_shares = shares
+        union = set().union(*shares.values())
+        if all(shares.values()) and union == set(range(PARTS)) and sum(map(len, shares.values())) == PARTS:
+            return shares
+        return None
+
+    def reads(self) -> Counter:
+        got = Counter(self.sink.read())
+        for j in self.all_java:
+            got += _java_reads(j)
+        return got
+
+    def consumed_past(self, mark: dict[int, int]) -> bool:
+        """The group has read a record at or past ``mark`` on every partition (the system test's
+        await_consumed_messages after each bounce, per partition)."""
+        _alive(self.query)
+        got = self.reads()
+        return all(any(pp == p and o >= mark[p] for pp, o in got) for p in range(PARTS))
+
+    def settle(self, what: str, timeout: float = WAIT_S) -> dict[str, set[int]]:
+        """await_all_members, then await_consumed_messages: every partition read past what was
+        written by the time the group settled, the query's share by the query."""
+        try:
+            shares = wait_until(self.split, timeout, interval=0.3, message=f"{what}: the group to settle")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; shares {self.last_shares}; query status {self.query.status}, "
+                                 f"{len(self.query.recentProgress)} progress reports, last {self.query.lastProgress}; "
+                                 f"sink batches {len(self.sink.batches)}; "
+                                 + "; ".join(j.describe(6) for j in self.live.values())) from None
+        mark = self.feed.ends(self.topic)
+
+        def on() -> bool:
+            mine = {p for p, o in self.sink.read() if o >= mark[p]}
+            return self.consumed_past(mark) and mine >= shares["query"]
+
+        wait_until(on, WAIT_S, interval=0.3, message=f"{what}: consumption on, the query's share {shares} by the query")
+        return shares
+
+    def go(self, names: list[str], hard: bool) -> None:
+        """Kill (SIGKILL) or stop (SIGTERM, each waited for) the named Java consumers at once."""
+        js = [self.live.pop(n) for n in names]
+        owned = [_java_parts(j) for j in js]
+        if hard:
+            for j in js:
+                j.kill()
+            time.sleep(0.3)  # a commit written just before the kill lands first
+        else:
+            threads = [threading.Thread(target=j.stop) for j in js]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        committed = wait_until(lambda: _committed(self.b, self.group, self.topic), 30, interval=0.2,
+                               message="the group's offsets")
+        self.gone += [_Gone(j, hard, o, committed) for j, o in zip(js, owned, strict=True)]
+
+    def restart(self, names: list[str], round_: int) -> None:
+        for n in names:
+            j = self.java.start(self.group, [self.topic], name=f"{n}.{round_}", **_java_kw(self.protocol),
+                                **self.spec[n])
+            self.live[n] = j
+            self.all_java.append(j)
+
+    def finish(self) -> dict[str, Any]:
+        """Stop the records, wait for every one to be read and committed, and judge: nothing
+        lost; a record read more than once only as often as members read it without their
+        read being committed; our query reads no record twice; commits at the log end, never
+        moved back."""
+        self.feed.stop()
+        want = self.seeds | self.feed.landed[self.topic]
+        ends_ = self.feed.ends(self.topic)
+        wait_until(lambda: _alive(self.query) or set(self.reads()) >= want, WAIT_S, interval=0.3,
+                   message="every record read")
+        wait_until(lambda: _alive(self.query) or _committed(self.b, self.group, self.topic) == ends_, WAIT_S, interval=0.3, message=f"the group's commits to reach the log end {ends_}")
+        time.sleep(0.5)
+        self.watch.stop()
+        got = self.reads()
+        missing = want - set(got)
+        assert not missing, f"{len(missing)} records never read, e.g. {sorted(missing)[:5]}"
+        credits: Counter = Counter()
+        for g in self.gone:
+            credits.update(g.uncommitted())
+        for j in self.live.values():
+            credits.update(_uncommitted_reads(j))
+        unexplained = {po: n for po, n in got.items() if n - 1 > credits[po]}
+        assert not unexplained, (f"{len(unexplained)} records read more often than uncommitted reads explain, e.g. "
+                                 f"{sorted(unexplained.items())[:5]}")
+        assert not duplicates([("t", p, o) for p, o in self.sink.read()]), "the query read a record twice"
+        assert not self.watch.back, f"committed offsets moved back: {self.watch.back[:5]}"
+        assert self.watch.samples > 10
+        for j in self.live.values():
+            assert not j.events("error"), j.describe()
+        for g in self.gone:
+            assert not g.java.events("error"), g.java.describe()
+            if not g.hard:
+                assert g.java.closed_cleanly(), g.java.describe()
+        return {"records": len(want), "read": sum(got.values()), "twice": sum(n - 1 for n in got.values()),
+                "uncommitted at kill": [len(g.uncommitted()) for g in self.gone if g.hard],
+                "query": len(self.sink.read()), "commit samples": self.watch.samples}
+
+    def close(self) -> None:
+        stop(self.query)
+        with contextlib.suppress(Exception):
+            self.feed._stop.set()
+        with contextlib.suppress(Exception):
+            self.watch.stop()
+
+
+@pytest.mark.parametrize("protocol,shutdown", [(p, s) for p in PROTOCOLS for s in ("clean", "hard")])
+def test_java_consumers_bounce_beside_a_query(spark, kafka_broker, java, unique_name, tmp_path, protocol, shutdown):
+    """Ports consumer_test.py ``test_consumer_bounce`` (bounce_mode rolling and all, both
+    protocols): the members of a group are restarted, one at a time and all at once, while a
+    producer writes throughout; each restart is followed by the group's rejoin and consumption.
+    Here the group is our query (default options and a group id) and two Java consumers
+    (RangeAssignor, 10 s session as the system test's), and the Java consumers are the ones
+    restarted: rolling (each once, waiting for the group to settle and consume), then both at
+    once; ``clean`` stops them with SIGTERM (revocation, final commit, leave), ``hard`` with
+    SIGKILL (no commit, no leave: the group finds out at the session timeout), the case the
+    system test runs no more since KAFKA-4689 (its verdict needs events from the killed process;
+    ours reads the killed consumer's last events from its pipe and the group's commits).
+    Verdict as the system test's, per record: clean, nothing read twice (position == consumed)
+    beyond what a failed Java commit allows; hard, duplicates only among what a killed member
+    had read and not committed; nothing lost; commits reach the log end and never move back; the
+    query, which stays, reads no record twice and keeps a share of the partitions throughout."""
+    hard = shutdown == "hard"
+    g = _Group(spark, kafka_broker, java, unique_name, str(tmp_path / "ck"), protocol, {"java-a": {}, "java-b": {}})
+    try:
+        t0 = time.monotonic()
+        # the query's first batch starts its Python workers (WAIT_S * 2: as the broker bounce's)
+        steps = [f"settled {g.settle('start', WAIT_S * 2)}"]
+        for round_, names in enumerate([["java-a"], ["java-b"], ["java-a", "java-b"]], start=1):
+            t = time.monotonic()
+            g.go(names, hard)
+            g.restart(names, round_)
+            shares = g.settle(f"bounce {round_} ({'+'.join(names)}, {shutdown})")
+            steps.append(f"{'+'.join(names)} back in {time.monotonic() - t:.1f}s {shares}")
+        report = g.finish()
+        print(f"{protocol} {shutdown}: {time.monotonic() - t0:.1f}s; " + "; ".join(steps) + f"; {report}")
+        if not hard:
+            assert report["twice"] <= sum(len(_uncommitted_reads(j)) for j in g.all_java), report
+    finally:
+        g.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_java_consumers_fail_beside_a_query(spark, kafka_broker, java, unique_name, tmp_path, protocol):
+    """Ports consumer_test.py ``test_consumer_failure`` (enable_autocommit true and false, both
+    protocols): the member owning the partition is killed and does not come back; the others are
+    handed its partition, go on consuming, and what was consumed matches the committed position
+    (without auto-commit, the last commit is the position). Here our query (default options and
+    a group id) shares a group with two Java consumers, one committing after each poll
+    (commitSync) and one auto-committing (``enable.auto.commit=true``, the default 5 s interval),
+    and both are killed at once (SIGKILL: the system test's kill_node; each is one failure of its
+    commit mode). The group notices at the session timeout (10 s: not before, nobody left), our
+    query takes all four partitions and reads on from the group's offsets: what each killed
+    member had read past its last commit is read again (the auto-committer has more of that),
+    nothing else twice, nothing lost, commits at the log end and never moved back."""
+    g = _Group(spark, kafka_broker, java, unique_name, str(tmp_path / "ck"), protocol,
+               {"java-sync": {}, "java-auto": {"commit": "none", "properties": {"enable.auto.commit": "true"}}})
+    try:
+        shares = g.settle("start", WAIT_S * 2)
+        time.sleep(2.0)  # consuming under the settled split (the auto-committer commits every 5 s)
+        t_kill = time.monotonic()
+        g.go(["java-sync", "java-auto"], hard=True)
+        mark = g.feed.ends(g.topic)
+        wait_until(lambda: g.query_parts() == set(range(PARTS)), WAIT_S, interval=0.2,
+                   message="the query to be handed every partition")
+        took_s = time.monotonic() - t_kill
+        wait_until(lambda: g.consumed_past(mark), WAIT_S, interval=0.3, message="the query to consume on")
+        # detected by the session timeout, as for a Java member: the killed members' heartbeats
+        # stop (classic: every 3 s, KIP-848: 0.5 s), their sessions end 10 s after the last one
+        assert took_s >= (JAVA_SESSION_MS - 3000) / 1000 - 1, f"the partitions moved {took_s:.1f}s after the kill"
+        time.sleep(2.0)  # the query alone on all four
+        report = g.finish()
+        assert g.query_parts() == set(range(PARTS))
+        print(f"{protocol}: split {shares}; handed over {took_s:.1f}s after the kill; {report}; uncommitted "
+              f"per killed member {[(x.java.name, len(x.uncommitted()), x.committed) for x in g.gone]}")
+    finally:
+        g.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# consumer_test.py / ConsumerBounceTest: a broker bounce (last: it restarts the session's broker)
+# ----------------------------------------------------------------------------------------------
 def test_broker_bounce_with_a_query_and_a_java_consumer_in_each_protocol(spark, kafka_broker, java, unique_name,
                                                                          tmp_path):
     """Ports consumer_test.py ``test_broker_rolling_bounce`` (the consumers' session timeout exceeds
