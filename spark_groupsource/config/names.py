@@ -70,6 +70,7 @@ OPTION_NAMES = [
         "valueFormat", "keyFormat", "schemaRegistry.url", "valueSubject", "keySubject",
         "valueSubjectNameStrategy", "keySubjectNameStrategy", "valueSchemaVersion",
         "keySchemaVersion", "valueSchema", "keySchema", "mode", "schemaRegistryOutageTimeoutMs",
+        "valueMessageName", "keyMessageName", "valueRecordName", "keyRecordName",
     )),
 ]
 #: lower-cased decode option names, and the prefix of the registry client's properties

@@ -1,10 +1,15 @@
-"""Typed records from a Schema Registry (issue 55): Avro in the Confluent wire format.
+"""Typed records from a Schema Registry (issue 55): Avro, JSON Schema and Protobuf in the Confluent wire format.
 
 - :mod:`.options`      the options (valueFormat, schemaRegistry.*, valueSubject, ...), validated
 - :mod:`.avro_types`   Avro schema -> Spark type (spark-avro's SchemaConverters), pure
 - :mod:`.registry`     the registry client: reader schemas, writer schemas by id, bounded retries
 - :mod:`.columns`      the row schema with typed columns; the reader schema id in its metadata
-- :mod:`.avro_decode`  executors: wire-format bytes -> typed Arrow columns, bad records
+- :mod:`.json_types`   JSON Schema -> Spark type, pure
+- :mod:`.protobuf_types` Protobuf descriptor -> Spark type and message -> Arrow value, pure
+- :mod:`.wire`         executors: the wire-format header, bad records, the per-batch loop
+- :mod:`.avro_decode`  executors: Avro payloads (fastavro, schema resolution)
+- :mod:`.json_decode`  executors: JSON payloads (validated with jsonschema)
+- :mod:`.protobuf_decode` executors: Protobuf payloads (message indexes, dynamic messages)
 - :mod:`.pin`          the reader schema ids kept in the stream offsets (restart = same schema)
 
 The Spark-facing modules call :func:`resolve_schema` (``DataSource.schema()``, at ``load()``)
@@ -17,11 +22,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from spark_groupsource.config.options import CommonOptions
-from spark_groupsource.decode.options import DecodeOptions, parse_decode_options
+from spark_groupsource.decode.options import DecodeOptions, SideOptions, parse_decode_options
 
 if TYPE_CHECKING:  # stream.py imports this package on the driver's runner: pyarrow stays off it
     import pyarrow as pa
     from pyspark.sql.types import StructType
+
+    from spark_groupsource.decode.registry import ReaderSchema, Registry
 
 __all__ = ["decode_options", "resolve_schema", "batch_transform", "DecodeOptions"]
 
@@ -44,11 +51,13 @@ def resolve_schema(opts: CommonOptions) -> StructType | None:
     for side in (dec.key, dec.value):
         if side.typed:
             if side.inline_schema is None:
-                readers[side.column] = registry.reader_schema(side)  # type: ignore[union-attr]
+                readers[side.column] = reader = registry.reader_schema(side)  # type: ignore[union-attr]
+                if side.also:
+                    _same_columns(registry, side, reader)  # type: ignore[arg-type]
             else:
-                from spark_groupsource.decode.registry import ReaderSchema
+                from spark_groupsource.decode.registry import KINDS, ReaderSchema
 
-                readers[side.column] = ReaderSchema(side.inline_schema)
+                readers[side.column] = ReaderSchema(side.inline_schema, kind=KINDS[side.format])
     return typed_schema(opts.include_headers, dec, readers)
 
 
@@ -61,9 +70,8 @@ def batch_transform(opts: CommonOptions, schema: StructType | None,
     dec = parse_decode_options(opts)
     if not dec.typed:
         return None
-    from spark_groupsource.decode.avro_decode import AvroColumnDecoder
     from spark_groupsource.decode.columns import pinned
-    from spark_groupsource.decode.registry import registry_for
+    from spark_groupsource.decode.registry import KINDS, registry_for
 
     if schema is None:
         schema = resolve_schema(opts)
@@ -87,9 +95,10 @@ def batch_transform(opts: CommonOptions, schema: StructType | None,
                 reader = registry.reader_schema(side)  # type: ignore[union-attr]
                 text, reader_id = reader.schema_str, reader.schema_id
             else:
-                text, reader_id = registry.schema_by_id(pin), pin  # type: ignore[union-attr]
-        decoders[side.column] = AvroColumnDecoder(
-            side.column, registry, text, reader_id, arrow.field(side.column).type, dec.permissive)
+                text, reader_id = registry.schema_by_id(pin, KINDS[side.format]), pin  # type: ignore[union-attr]
+        extra = {"message": side.message} if side.format == "protobuf" else {}
+        decoders[side.column] = _decoder_class(side.format)(
+            side.column, registry, text, reader_id, arrow.field(side.column).type, dec.permissive, **extra)
 
     def transform(batch: pa.RecordBatch) -> pa.RecordBatch:
         if batch.num_rows == 0:
@@ -112,6 +121,39 @@ def batch_transform(opts: CommonOptions, schema: StructType | None,
     return transform
 
 
+def _same_columns(registry: Registry, side: SideOptions, reader: ReaderSchema) -> None:
+    """Several topics' subjects (TopicNameStrategy / TopicRecordNameStrategy): one column type
+    for every row, so each subject's reader schema must give the first one's columns; the
+    first one's is the reader schema, every topic's records are resolved to it."""
+    from dataclasses import replace
+
+    from spark_groupsource.decode.columns import spark_type_of
+    from spark_groupsource.decode.registry import RegistryError
+
+    want = spark_type_of(reader)
+    for subject in side.also:
+        other = registry.reader_schema(replace(side, subject=subject, also=()))
+        if spark_type_of(other) != want:
+            raise RegistryError(
+                f"the {side.column} reader schemas of the subscribed topics differ: {reader.describe()} and "
+                f"{other.describe()} give other columns, and one {side.column} column type serves every row. "
+                f"Read the topics in separate queries, or give one reader schema with {side.column}Subject")
+
+
+def _decoder_class(fmt: str) -> type:
+    if fmt == "protobuf":
+        from spark_groupsource.decode.protobuf_decode import ProtobufColumnDecoder
+
+        return ProtobufColumnDecoder
+    if fmt == "json":
+        from spark_groupsource.decode.json_decode import JsonColumnDecoder
+
+        return JsonColumnDecoder
+    from spark_groupsource.decode.avro_decode import AvroColumnDecoder
+
+    return AvroColumnDecoder
+
+
 def schema_for(options: Mapping[str, str]) -> StructType | None:
     """:func:`resolve_schema` from Spark's raw options (``DataSource.schema()``: stream or batch)."""
     from spark_groupsource.config.parsing import parse_batch_options, parse_stream_options
@@ -130,10 +172,9 @@ def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[
     dec = parse_decode_options(opts)
     if not dec.typed:
         return {}
-    from spark_groupsource.decode.avro_types import to_spark_type
-    from spark_groupsource.decode.columns import pinned
+    from spark_groupsource.decode.columns import pinned, spark_type_of
     from spark_groupsource.decode.pin import choose
-    from spark_groupsource.decode.registry import registry_for
+    from spark_groupsource.decode.registry import KINDS, ReaderSchema, registry_for
 
     out: dict[str, int] = {}
     for side in (dec.key, dec.value):
@@ -145,10 +186,9 @@ def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[
         old = checkpoint.get(side.column)
         same, described = False, f"schema id {old}"
         if old is not None and old != loaded.schema_id:
-            import json
-
-            text = registry_for(dec).schema_by_id(old)
-            same = to_spark_type(json.loads(text)).data_type == schema[side.column].dataType
+            kind = KINDS[side.format]
+            text = registry_for(dec).schema_by_id(old, kind)
+            same = spark_type_of(ReaderSchema(text, old, kind=kind, message=side.message)) == schema[side.column].dataType
             described = registry_for(dec).versions_of(old, loaded.subject)
         out[side.column] = choose(
             side.column, loaded.schema_id, old, explicit_version=side.version is not None, same_columns=same,

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
 
-from spark_groupsource.decode.avro_types import to_spark_type
 from spark_groupsource.decode.options import DecodeOptions
-from spark_groupsource.decode.registry import ReaderSchema
+from spark_groupsource.decode.registry import ReaderSchema, RegistryError
 from spark_groupsource.ranges import RangeInputPartition
 from spark_groupsource.schema import spark_schema
 
-__all__ = ["typed_schema", "pinned", "Pin", "error_columns", "META_ID"]
+__all__ = ["typed_schema", "pinned", "Pin", "error_columns", "META_ID", "spark_type_of"]
 
 META_ID = "groupkafka.schemaId"
 META_SUBJECT = "groupkafka.subject"
@@ -46,6 +45,39 @@ def error_columns(column: str) -> tuple[str, str]:
     return f"corrupt{column.capitalize()}", f"{column}Error"
 
 
+def spark_type_of(reader: ReaderSchema) -> DataType:
+    """The Spark type of a reader schema, by its format's rules (:mod:`.avro_types`,
+    :mod:`.json_types`, :mod:`.protobuf_types`); a schema with none is a :class:`RegistryError`
+    naming it and why."""
+    import json
+
+    try:
+        if reader.kind == "JSON":
+            from jsonschema.exceptions import SchemaError
+
+            from spark_groupsource.decode.json_types import to_spark_type as json_type
+            from spark_groupsource.decode.json_types import validator_of
+
+            parsed = json.loads(reader.schema_str)
+            try:
+                validator_of(parsed)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+            return json_type(parsed).data_type
+        if reader.kind == "PROTOBUF":
+            from spark_groupsource.decode.protobuf_types import message_of
+            from spark_groupsource.decode.protobuf_types import to_spark_type as proto_type
+
+            return proto_type(message_of(reader.schema_str, reader.message)).data_type
+        from spark_groupsource.decode.avro_types import to_spark_type
+
+        return to_spark_type(json.loads(reader.schema_str)).data_type
+    except ValueError as exc:  # AvroTypeError, JsonTypeError, ProtobufTypeError
+        if reader.schema_id is None:
+            raise
+        raise RegistryError(f"{reader.describe()} has no Spark type: {exc}") from None
+
+
 def typed_schema(include_headers: bool, options: DecodeOptions, readers: dict[str, ReaderSchema]) -> StructType:
     """Spark's Kafka schema with each typed column replaced by its reader schema's type."""
     fields = []
@@ -57,7 +89,7 @@ def typed_schema(include_headers: bool, options: DecodeOptions, readers: dict[st
         meta = {}
         if reader.schema_id is not None:
             meta = {META_ID: reader.schema_id, META_SUBJECT: reader.subject, META_VERSION: reader.version}
-        fields.append(StructField(f.name, to_spark_type(reader.parsed).data_type, True, meta))
+        fields.append(StructField(f.name, spark_type_of(reader), True, meta))
     if options.permissive:
         for side in (options.key, options.value):
             if side.typed:

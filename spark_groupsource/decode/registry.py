@@ -34,6 +34,9 @@ __all__ = [
 
 log = logging.getLogger("spark_groupsource.decode")
 
+#: valueFormat -> the registry's schemaType
+KINDS = {"avro": "AVRO", "json": "JSON", "protobuf": "PROTOBUF"}
+
 _BACKOFF_FIRST_S = 0.2
 _BACKOFF_MAX_S = 5.0
 #: writer schemas kept per worker process (parsed); the least recently used go first
@@ -62,10 +65,12 @@ class SchemaNotFoundError(RegistryError):
 class ReaderSchema:
     """The reader schema of one column, resolved once on the driver."""
 
-    schema_str: str  # Avro JSON
+    schema_str: str  # Avro or JSON Schema JSON; Protobuf: the base64 FileDescriptorProto
     schema_id: int | None = None  # None: an inline schema
     subject: str | None = None
     version: int | None = None
+    kind: str = "AVRO"  # the registry's schemaType: AVRO, JSON, PROTOBUF
+    message: str | None = None  # Protobuf: the message's full name (None: the file's first)
 
     def describe(self) -> str:
         if self.schema_id is None:
@@ -142,7 +147,7 @@ class Registry:
     def reader_schema(self, side: SideOptions) -> ReaderSchema:
         """The reader schema of ``side`` now: inline, a version, or the subject's latest."""
         if side.inline_schema is not None:
-            return ReaderSchema(side.inline_schema)
+            return ReaderSchema(side.inline_schema, kind=KINDS[side.format])
         subject = side.subject or ""
         if side.version is None:
             def latest() -> Any:
@@ -154,13 +159,17 @@ class Registry:
             found = self._call(f"version {side.version} of subject {subject!r}",
                                lambda: self.client.get_version(subject, side.version))
         schema = found.schema
-        if (schema.schema_type or "AVRO") != "AVRO":
+        kind = KINDS[side.format]
+        if (schema.schema_type or "AVRO") != kind:
             raise RegistryError(f"subject {subject!r} version {found.version} at {self.url} is a "
-                                f"{schema.schema_type} schema, not Avro: set {side.column}Format accordingly")
+                                f"{schema.schema_type or 'AVRO'} schema, not {kind}: set {side.column}Format accordingly")
         if schema.references:
-            raise RegistryError(f"subject {subject!r} version {found.version} has schema references, "
-                                "which are not supported yet")
-        return ReaderSchema(schema.schema_str, found.schema_id, found.subject, found.version)
+            raise RegistryError(f"subject {subject!r} version {found.version} has schema references (to other "
+                                "subjects), which are not supported yet")
+        text = schema.schema_str
+        if kind == "PROTOBUF":  # the descriptor, as the serializers exchange it (.proto text has no parser here)
+            text = self.schema_by_id(found.schema_id, kind)
+        return ReaderSchema(text, found.schema_id, found.subject, found.version, kind, side.message)
 
     def versions_of(self, schema_id: int, subject: str | None) -> str:
         """``subject 'S' version N`` for a schema id (best effort, for messages)."""
@@ -173,13 +182,17 @@ class Registry:
             return f"schema id {schema_id}"
         return f"schema id {schema_id} (subject {mine[0].subject!r} version {mine[0].version})"
 
-    def schema_by_id(self, schema_id: int) -> str:
-        """The Avro text of schema ``schema_id`` (a record's writer schema)."""
-        schema = self._call(f"schema id {schema_id}", lambda: self.client.get_schema(schema_id))
-        if (schema.schema_type or "AVRO") != "AVRO":
-            raise RegistryError(f"schema id {schema_id} is a {schema.schema_type} schema, not Avro")
+    def schema_by_id(self, schema_id: int, kind: str = "AVRO") -> str:
+        """The text of schema ``schema_id`` (a record's writer schema): Avro or JSON Schema as
+        registered, Protobuf as its base64 ``FileDescriptorProto`` (``?format=serialized``, what
+        confluent-kafka's ProtobufDeserializer asks for)."""
+        fmt = "serialized" if kind == "PROTOBUF" else None
+        schema = self._call(f"schema id {schema_id}", lambda: self.client.get_schema(schema_id, fmt=fmt))
+        if (schema.schema_type or "AVRO") != kind:
+            raise RegistryError(f"schema id {schema_id} is a {schema.schema_type or 'AVRO'} schema, not {kind}")
         if schema.references:
-            raise RegistryError(f"schema id {schema_id} has schema references, which are not supported yet")
+            raise RegistryError(f"schema id {schema_id} has schema references (to other subjects), which are "
+                                "not supported yet")
         return schema.schema_str
 
 
@@ -202,17 +215,17 @@ class WriterCache:
 
     def __init__(self, size: int = WRITER_CACHE_SIZE):
         self.size = size
-        self._data: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._data: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
         self._lock = threading.Lock()
         self.fetched = 0
 
-    def get(self, registry: Registry, schema_id: int, parse: Callable[[str], Any]) -> Any:
-        key = (registry.url, schema_id)
+    def get(self, registry: Registry, schema_id: int, parse: Callable[[str], Any], kind: str = "AVRO") -> Any:
+        key = (registry.url, schema_id, kind)
         with self._lock:
             if key in self._data:
                 self._data.move_to_end(key)
                 return self._data[key]
-        value = parse(registry.schema_by_id(schema_id))
+        value = parse(registry.schema_by_id(schema_id, kind))
         with self._lock:
             self.fetched += 1
             self._data[key] = value

@@ -38,8 +38,8 @@ def test_avro_defaults_to_topic_name_strategy_latest():
 
 
 def test_errors_name_the_option():
-    fails("valueFormat", "expected one of binary, avro", valueFormat="xml")
-    fails("valueFormat", "protobuf and json are not implemented yet", valueFormat="protobuf")
+    fails("valueFormat", "expected one of binary, avro, json, protobuf", valueFormat="xml")
+    fails("valueSchema", "inline Protobuf reader schema is not supported", valueFormat="protobuf", valueSchema="x", **{"schemaRegistry.url": "http://sr:8081"})
     fails("schemaRegistry.url", "is required", valueFormat="avro")
     fails("schemaRegistry.url", "expected http(s)://", valueFormat="avro", **{"schemaRegistry.url": "sr:8081"})
     url = {"schemaRegistry.url": "http://sr:8081"}
@@ -47,11 +47,20 @@ def test_errors_name_the_option():
     fails("mode", "FAILFAST or PERMISSIVE", valueFormat="avro", mode="DROPMALFORMED", **url)
     fails("valueSchema", "is not JSON", valueFormat="avro", valueSchema="{nope", **url)
     fails("valueSchema", "not a valid Avro schema", valueFormat="avro", valueSchema='{"type":"record"}', **url)
+    fails("valueSchema", "not a valid JSON Schema", valueFormat="json", valueSchema='{"type":"nope"}', **url)
+    fails("valueSchema", "has no Spark type", valueFormat="json", valueSchema='{"type":["string","integer"]}', **url)
+    assert dec(valueFormat="json", valueSchema='{"type":"object"}', **url).value.inline_schema
     fails("valueSchema", "excludes valueSubject", valueFormat="avro", valueSchema='"string"', valueSubject="s", **url)
-    fails("valueSubjectNameStrategy", "only TopicNameStrategy", valueFormat="avro",
+    fails("valueSubjectNameStrategy", "expected one of TopicNameStrategy, RecordNameStrategy", valueFormat="avro",
+          valueSubjectNameStrategy="NameStrategy", **url)
+    fails("valueRecordName", "is required with valueSubjectNameStrategy=RecordNameStrategy", valueFormat="avro",
           valueSubjectNameStrategy="RecordNameStrategy", **url)
-    fails("valueSubject", "only applies with valueFormat=avro", valueSubject="x")
-    fails("mode", "only applies with valueFormat or keyFormat avro", mode="PERMISSIVE")
+    fails("valueRecordName", "which is not set", valueFormat="avro", valueRecordName="shop.Order", **url)
+    fails("valueSubjectNameStrategy", "does not apply when valueSubject", valueFormat="avro", valueSubject="s",
+          valueSubjectNameStrategy="TopicNameStrategy", **url)
+    fails("valueMessageName", "does not apply to valueFormat=avro", valueFormat="avro", valueMessageName="M", **url)
+    fails("valueSubject", "only applies with a typed valueFormat", valueSubject="x")
+    fails("mode", "only applies with a typed valueFormat or keyFormat", mode="PERMISSIVE")
     fails("schemaRegistry.ssl.certificate.location", "is required", valueFormat="avro",
           **{**url, "schemaRegistry.ssl.key.location": "/k.pem"})
     fails("schemaRegistry.bogus", "not a Schema Registry client property", valueFormat="avro",
@@ -63,7 +72,7 @@ def test_errors_name_the_option():
 def test_a_pattern_needs_a_subject_or_an_inline_schema():
     raw = {"kafka.bootstrap.servers": "h:9092", "kafka.group.id": "g", "subscribepattern": "o.*",
            "valueformat": "avro", "schemaregistry.url": "http://sr:8081"}
-    with pytest.raises(OptionError, match="unless exactly one topic is subscribed") as err:
+    with pytest.raises(OptionError, match="unless the topics are listed with subscribe") as err:
         parse_decode_options(parse_stream_options(raw))
     assert err.value.option == "valueSubject"
     assert parse_decode_options(parse_stream_options({**raw, "valuesubject": "orders-value"})).value.subject \
@@ -91,3 +100,21 @@ def test_names_pass_the_common_checks_in_both_modes():
     assert parse_decode_options(parse_batch_options(raw)).value.version == 2
     with pytest.raises(OptionError, match="did you mean valueFormat"):
         validate_definition({**raw, "valueformatt": "avro"})
+
+
+def test_subject_name_strategies():
+    url = {"schemaRegistry.url": "http://sr:8081"}
+    d = dec(valueFormat="avro", valueSubjectNameStrategy="RecordNameStrategy", valueRecordName="shop.Order", **url)
+    assert d.value.subject == "shop.Order" and d.value.also == ()
+    d = dec(valueFormat="protobuf", keyFormat="json", keySubjectNameStrategy="io.confluent.kafka.serializers.subject."
+            "TopicRecordNameStrategy", keyRecordName="shop.Key", valueSubjectNameStrategy="topicrecordnamestrategy",
+            valueRecordName="shop.Order", **url)
+    assert d.key.subject == "orders-shop.Key" and d.value.subject == "orders-shop.Order"
+    assert d.value.message == "shop.Order" and d.key.message is None  # protobuf: the message named
+    raw = {**{k.lower(): v for k, v in BASE.items()}, "subscribe": "b,a", "valueformat": "avro",
+           "schemaregistry.url": "http://sr:8081"}
+    v = parse_decode_options(parse_stream_options(raw)).value
+    assert (v.subject, v.also) == ("a-value", ("b-value",))  # every topic's subject, checked at load()
+    v = parse_decode_options(parse_stream_options({**raw, "valuesubjectnamestrategy": "TopicRecordNameStrategy",
+                                                   "valuerecordname": "shop.Order"})).value
+    assert (v.subject, v.also) == ("a-shop.Order", ("b-shop.Order",))

@@ -1,0 +1,105 @@
+"""valueFormat=protobuf (Confluent's Protobuf wire format: magic byte, schema id, message-index
+array, message) through a real Schema Registry (Karapace 3.16.0) on Apache Kafka (issue 55):
+records written by confluent-kafka's own ProtobufSerializer, evolution (a field added, both
+versions in one batch), the bad-record cases in both modes (no magic byte, unknown schema id,
+an undecodable message, another message of the file than the reader's)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import struct
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from protobuf_orders import order, order_classes
+from test_registry_avro import read_stream, run_available_now
+from test_registry_json import batch_read
+from test_stream_support import table_name
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["schema_registry"]
+
+
+def serializer(sr: Any, cls: Any) -> Any:
+    return ProtobufSerializer(cls, sr.client(), conf={"use.deprecated.format": False})
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes | None]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap})
+    for v in values:
+        p.produce(topic, value=v, partition=0)
+    assert p.flush(30) == 0
+
+
+def options(bootstrap: str, topic: str, sr: Any, **extra: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "valueFormat": "protobuf",
+            "schemaRegistry.url": sr.url, **extra}
+
+
+@pytest.fixture
+def topic(kafka_broker: Any, unique_name: Any) -> str:
+    name = unique_name("proto")
+    kafka_broker.create_topic(name, 1)
+    return name
+
+
+def test_stream_round_trip_and_evolution_in_one_batch(spark, kafka_broker, schema_registry, topic, unique_name,
+                                                      tmp_path):
+    """v1 and v2 records (field 15 added) in one batch, read with v2: every type of the schema,
+    v1 records with a null channel."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    (o1, _), (o2, _) = order_classes(1), order_classes(2)
+    s1, s2 = serializer(sr, o1), serializer(sr, o2)
+    produce(boot, topic, [s1(order(o1, i), ctx) for i in range(3)] + [s2(order(o2, 3, channel="app"), ctx)])
+    df = read_stream(spark, kafka_broker, unique_name("g"), options(boot, topic, sr))
+    assert df.schema["value"].metadata["groupkafka.version"] == 2
+    assert df.schema["value"].dataType["took"].dataType.simpleString() == "interval day to second"
+    name = table_name(unique_name)
+    run_available_now(df.select("offset", "value.*"), name, str(tmp_path / "ck"))
+    got = {r["offset"]: r.asDict(recursive=True) for r in spark.table(name).collect()}
+    assert sorted(got) == [0, 1, 2, 3]
+    for i in range(4):
+        r = got[i]
+        assert (r["id"], r["item"], r["price"], r["big"], r["tags"]) == (
+            i if i else None, f"item-{i}", i + 0.25, -1 - i, ["a"] * (i % 3))  # id 0: proto3's unset default
+        assert r["qty"] == (i % 7 or None) and r["state"] == ("PAID" if i % 2 else None)
+        assert r["attrs"] == {"n": i} and r["ship"] == {"city": f"c{i}"}
+        assert r["at"].replace(tzinfo=None) == dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i)
+        assert r["took"] == dt.timedelta(seconds=i, microseconds=5)
+        assert r["note"] == ({"value": f"n{i}"} if i % 2 == 0 else None)
+        assert (r["card"], r["voucher"]) == ((f"card-{i}", None) if i % 2 == 0 else (None, i * 10))
+        assert r["channel"] == ("app" if i == 3 else None)
+
+
+def test_bad_records_in_both_modes(spark, kafka_broker, schema_registry, topic):
+    """offset 0 good, 1 no magic byte, 2 an unknown schema id, 3 a truncated message, 4 a
+    Refund (message index [1] of the same file), 5 a null value, 6 good."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    order_cls, refund_cls = order_classes(1)
+    good = serializer(sr, order_cls)(order(order_cls, 1), ctx)
+    refund = serializer(sr, refund_cls)(refund_cls(order_id=7), ctx)
+    assert refund[:5] == good[:5] and refund[5] != good[5]  # one schema id, another message index
+    produce(boot, topic, [good, b"plain", b"\x00" + struct.pack(">I", 987656) + good[5:], good[:-4], refund, None,
+                          good])
+    df = batch_read(spark, options(boot, topic, sr, mode="PERMISSIVE"))
+    rows = {r["offset"]: r for r in df.select("offset", "value", "corruptValue", "valueError").collect()}
+    assert sorted(rows) == list(range(7))
+    assert rows[0]["value"]["item"] == "item-1" and rows[6]["value"]["item"] == "item-1"
+    assert rows[5]["value"] is None and rows[5]["valueError"] is None
+    for i, why in ((1, "not in the Confluent wire format"), (2, "unknown schema id 987656"),
+                   (3, "undecodable as shop.Order"), (4, "written as message shop.Refund")):
+        assert rows[i]["value"] is None and why in rows[i]["valueError"], rows[i]["valueError"]
+        assert rows[i]["corruptValue"] is not None
+    only = {"startingOffsets": json.dumps({topic: {"0": 4}}), "endingOffsets": json.dumps({topic: {"0": 5}})}
+    with pytest.raises(Exception) as err:
+        batch_read(spark, options(boot, topic, sr, **only)).collect()
+    assert f"cannot decode the value of the record at {topic}-0 offset 4: written as message shop.Refund" in str(
+        err.value)
+    refunds = batch_read(spark, options(boot, topic, sr, valueMessageName="Refund", **only))
+    assert [r["value"]["order_id"] for r in refunds.collect()] == [7]  # the other message, by name

@@ -1,0 +1,102 @@
+"""The Protobuf schemas of the tests, built as descriptors (no protoc here: the Protobuf Python
+package cannot compile .proto text), and their message classes: what a generated ``_pb2``
+module would hold, and what confluent-kafka's ProtobufSerializer takes.
+
+    syntax = "proto3"; package shop;
+    import "google/protobuf/timestamp.proto"; import "google/protobuf/duration.proto";
+    import "google/protobuf/wrappers.proto";
+    message Order {
+      int64 id = 1; string item = 2; int32 qty = 3; double price = 4; uint32 big = 5;
+      repeated string tags = 6; map<string, int64> attrs = 7; State state = 8;
+      google.protobuf.Timestamp at = 9; google.protobuf.Duration took = 10;
+      google.protobuf.StringValue note = 11; Address ship = 12;
+      oneof pay { string card = 13; int64 voucher = 14; }
+      [v2 only:] string channel = 15;
+      message Address { string city = 1; }
+      enum State { NEW = 0; PAID = 1; }
+    }
+    message Refund { int64 order_id = 1; }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def order_file(version: int = 1, name: str = "shop/order.proto") -> Any:
+    from google.protobuf import descriptor_pb2 as d
+
+    f = d.FileDescriptorProto(name=name, package="shop", syntax="proto3",
+                              dependency=["google/protobuf/timestamp.proto", "google/protobuf/duration.proto",
+                                          "google/protobuf/wrappers.proto"])
+    F = d.FieldDescriptorProto
+    m = f.message_type.add(name="Order")
+    opt, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+
+    def field(n: str, num: int, t: int, label: int = opt, type_name: str = "", oneof: int | None = None) -> None:
+        fd = m.field.add(name=n, number=num, type=t, label=label)
+        if type_name:
+            fd.type_name = type_name
+        if oneof is not None:
+            fd.oneof_index = oneof
+
+    field("id", 1, F.TYPE_INT64)
+    field("item", 2, F.TYPE_STRING)
+    field("qty", 3, F.TYPE_INT32)
+    field("price", 4, F.TYPE_DOUBLE)
+    field("big", 5, F.TYPE_UINT32)
+    field("tags", 6, F.TYPE_STRING, rep)
+    entry = m.nested_type.add(name="AttrsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=opt)
+    entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=opt)
+    field("attrs", 7, F.TYPE_MESSAGE, rep, ".shop.Order.AttrsEntry")
+    state = m.enum_type.add(name="State")
+    state.value.add(name="NEW", number=0)
+    state.value.add(name="PAID", number=1)
+    field("state", 8, F.TYPE_ENUM, type_name=".shop.Order.State")
+    field("at", 9, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    field("took", 10, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
+    field("note", 11, F.TYPE_MESSAGE, type_name=".google.protobuf.StringValue")
+    addr = m.nested_type.add(name="Address")
+    addr.field.add(name="city", number=1, type=F.TYPE_STRING, label=opt)
+    field("ship", 12, F.TYPE_MESSAGE, type_name=".shop.Order.Address")
+    m.oneof_decl.add(name="pay")
+    field("card", 13, F.TYPE_STRING, oneof=0)
+    field("voucher", 14, F.TYPE_INT64, oneof=0)
+    if version >= 2:
+        field("channel", 15, F.TYPE_STRING)
+    r = f.message_type.add(name="Refund")
+    r.field.add(name="order_id", number=1, type=F.TYPE_INT64, label=opt)
+    return f
+
+
+def order_classes(version: int = 1) -> tuple[Any, Any]:
+    """(Order, Refund) message classes of ``order_file(version)``, each version in a pool of
+    its own (as two builds of a producer would have them)."""
+    from google.protobuf import descriptor_pool, duration_pb2, timestamp_pb2, wrappers_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    pool = descriptor_pool.DescriptorPool()
+    for m in (timestamp_pb2, duration_pb2, wrappers_pb2):
+        pool.AddSerializedFile(m.DESCRIPTOR.serialized_pb)
+    pool.Add(order_file(version))
+    return (GetMessageClass(pool.FindMessageTypeByName("shop.Order")),
+            GetMessageClass(pool.FindMessageTypeByName("shop.Refund")))
+
+
+def order(cls: Any, i: int, **extra: Any) -> Any:
+    import datetime as dt
+
+    m = cls(id=i, item=f"item-{i}", qty=i % 7, price=i + 0.25, big=(1 << 32) - 1 - i, tags=["a"] * (i % 3),
+            state=i % 2, **extra)
+    m.attrs["n"] = i
+    m.at.FromDatetime(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i))
+    m.took.FromTimedelta(dt.timedelta(seconds=i, microseconds=5))
+    if i % 2 == 0:
+        m.note.value = f"n{i}"
+        m.card = f"card-{i}"
+    else:
+        m.voucher = i * 10
+    m.ship.city = f"c{i}"
+    return m
