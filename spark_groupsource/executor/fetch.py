@@ -52,6 +52,7 @@ from spark_groupsource.executor import native
 from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.executor.native import NativeConsumer
 from spark_groupsource.executor.prefetch import RecordSizes, prefetch_config
+from spark_groupsource.executor.refusal_probe import refused_fetch
 from spark_groupsource.executor.silence import ClusterSilence
 from spark_groupsource.executor.task_socket import speed_up_task_socket
 from spark_groupsource.ranges import OffsetRange
@@ -75,6 +76,11 @@ _UNREACHABLE: dict[tuple[str, int], float] = {}
 #: The watermark query's timeout once the cluster is known (``ClusterSilence``) to have been
 #: silent past brokerOutageTimeoutMs: a broker that is up answers well within it.
 _KNOWN_DOWN_WATERMARK_TIMEOUT_S = 2.0
+#: Time without progress, records waiting at ``next`` or no watermarks, after which a fresh
+#: client is asked once per range whether the partition is refused to us (:mod:`.refusal_probe`),
+#: and how long it may take.
+_PROBE_AFTER_S = 2.0
+_PROBE_TIMEOUT_S = 3.0
 _MAX_RESETS = 5
 
 _ts_type = pa.timestamp("us", tz="UTC")
@@ -230,6 +236,7 @@ def read_partition(
                 stats=stats,
                 refusals=RefusalWatch(security, str(config.get("bootstrap.servers", "")), "librdkafka"),
                 cluster=str(config.get("bootstrap.servers", "")),
+                probe_config=config,
             )
             nbytes = 0
             for batch in reader.run():
@@ -432,8 +439,10 @@ class _RangeReader:
         refusals: RefusalWatch | None = None,
         cluster: str = "",
         max_bytes_per_batch: int | None = None,
+        probe_config: dict[str, Any] | None = None,
     ):
         self.consumer = consumer
+        self.probe_config = probe_config  # None: no refusal probe (carries secrets: never logged)
         self.rng = rng
         self.cluster = cluster
         self.silence = ClusterSilence(cluster)
@@ -453,6 +462,7 @@ class _RangeReader:
         self.done = False
         self.resets = 0
         self.check_first_gap = True
+        self.probed = False
         self.native = isinstance(consumer, NativeConsumer)
         # the pure-Python path's pending records (the native path keeps them in C)
         self.pending: list[Any] = []
@@ -686,6 +696,8 @@ class _RangeReader:
         if wm is not None:
             _UNREACHABLE.pop(key, None)
             self._heard()
+        if not known_down and (wm is None or wm[0] <= self.next < wm[1]):
+            self._probe_refusal(time.monotonic() - asked + stalled_s)
         if wm is None:
             now = time.monotonic()
             since = _UNREACHABLE.setdefault(key, asked - stalled_s)  # stalled_s: as of ``asked``
@@ -708,6 +720,19 @@ class _RangeReader:
             # No record and no end-of-partition event although the broker has nothing at
             # next: a broker that answers out-of-range fetches with empty data.
             self._ends_before(wm)
+
+    def _probe_refusal(self, stalled_s: float) -> None:
+        """Records wait at ``next`` (or no watermarks came) and none arrives: once per range,
+        ask a fresh client whether the topic's READ was revoked, which this fetcher may never be
+        told (:mod:`.refusal_probe`)."""
+        if self.probed or self.probe_config is None or stalled_s < _PROBE_AFTER_S:
+            return
+        self.probed = True
+        rng = self.rng
+        refused = refused_fetch(self.probe_config, rng.topic, rng.partition, self.next, _PROBE_TIMEOUT_S)
+        if refused is not None:
+            raise authorization_error(self.refusals.security, "Topic", rng.topic, "READ (Fetch)",
+                                      self.refusals.bootstrap, refused)
 
     def _on_timeout(self) -> None:
         wm = self._watermarks()
@@ -771,6 +796,10 @@ class _RangeReader:
             return self.consumer.get_watermark_offsets(
                 TopicPartition(self.rng.topic, self.rng.partition), timeout=timeout_s, cached=False)
         except KafkaException as exc:
+            err = exc.args[0]
+            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise authorization_error(self.refusals.security, "Topic", self.rng.topic, "READ (Fetch)",
+                                          self.refusals.bootstrap, f"ListOffsets refused: {err.str()}") from None
             log.debug("watermark query for %s failed: %s", self.rng, exc)
             return None
 
