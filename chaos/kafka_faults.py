@@ -73,12 +73,17 @@ def _one_query_reading(r: Run) -> None:
 def broker_crash(r: Run) -> None:
     """kill -9 of the broker leading most of the topic's partitions; restarted after 20 s."""
     _one_query_reading(r)
+    crash_leader(r, down_s=20)
+    r.sleep(10)
+
+
+def crash_leader(r: Run, down_s: float) -> None:
+    """The fault of broker_crash (and the soak): kill -9 of the busiest leader, restarted after ``down_s``."""
     victim = busiest_leader(r)
     r.broker.kafka.kill_node(victim)
     r.event(f"kill -9 broker {victim} (leader of most of {r.topic}'s partitions)")
-    r.sleep(20)
+    r.sleep(down_s)
     _restart(r, victim)
-    r.sleep(10)
 
 
 def coordinator_crash(r: Run) -> None:
@@ -106,6 +111,11 @@ def coordinator_crash(r: Run) -> None:
 def rolling_restart(r: Run) -> None:
     """Each broker in turn stopped cleanly (controlled shutdown) and restarted, as in an upgrade."""
     _one_query_reading(r)
+    restart_each_broker(r)
+
+
+def restart_each_broker(r: Run) -> None:
+    """The fault of rolling_restart (and the soak): each broker in turn stopped cleanly, restarted."""
     for node in _nodes(r):
         t = time.monotonic()
         r.broker.kafka.stop_node(node)
@@ -119,13 +129,19 @@ def broker_frozen(r: Run) -> None:
     """SIGSTOP of the busiest leader for longer than its controller session (the controller
     fences it and moves leadership), then SIGCONT."""
     _one_query_reading(r)
+    freeze_leader(r)
+    r.sleep(15)
+
+
+def freeze_leader(r: Run) -> None:
+    """The fault of broker_frozen (and the soak): SIGSTOP of the busiest leader for twice its
+    controller session, then SIGCONT."""
     victim = busiest_leader(r)
     r.broker.kafka.freeze_node(victim)
     r.event(f"SIGSTOP broker {victim} for {2 * BROKER_SESSION_S:.0f}s (controller session {BROKER_SESSION_S:.0f}s)")
     r.sleep(2 * BROKER_SESSION_S)
     r.broker.kafka.thaw_node(victim)
     r.event(f"SIGCONT broker {victim}")
-    r.sleep(15)
 
 
 def _cluster_down(r: Run, down_s: float) -> None:

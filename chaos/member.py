@@ -14,6 +14,7 @@ batch gets a new file, so re-reads show up as duplicates. On SIGTERM the query s
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -36,6 +37,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--option", action="append", default=[], help="reader option key=value")
     p.add_argument("--trigger", default="500 milliseconds")
     p.add_argument("--max-seconds", type=float, default=900.0, help="stop after this long in any case")
+    p.add_argument("--progress", help="append each micro-batch's query progress (batch id, trigger duration, rows) "
+                   "to this JSON-lines file (the soak's trigger p99)")
     return p.parse_args(argv)
 
 
@@ -50,6 +53,22 @@ def _sink(out: str, name: str, owner: str):
         write_batch(out, owner, batch_id, ((r.partition, r.offset, int(r.v)) for r in rows))
 
     return write
+
+
+def _write_progress(query, path: str, written: int) -> int:
+    """Append the progress of every batch after ``written`` (the last one, or the recent ones when
+    more than one completed since the last call); returns the last batch id written."""
+    last = query.lastProgress
+    if last is None or last.batchId <= written:
+        return written
+    recent = [last] if last.batchId == written + 1 else list(query.recentProgress)
+    with open(path, "a") as f:
+        for p in recent:
+            if p.batchId > written:
+                f.write(json.dumps({"batchId": p.batchId, "timestamp": p.timestamp, "numInputRows": p.numInputRows,
+                                    "triggerMs": p.durationMs.get("triggerExecution")}) + "\n")
+                written = p.batchId
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,12 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.max_seconds
     code = 0
     try:
+        written = -1  # the last batch id whose progress is in args.progress
         while not stopping and time.monotonic() < deadline:
             try:
                 if query.awaitTermination(0.5):
                     break
             except Exception:  # noqa: BLE001 - the query failed: reported below
                 break
+            if args.progress:
+                written = _write_progress(query, args.progress, written)
         if query.exception() is not None:
             with open(os.path.join(args.out, f"{owner}.error"), "w") as f:
                 f.write(str(query.exception()))

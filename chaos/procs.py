@@ -131,7 +131,8 @@ class Member:
 
 def start_member(name: str, incarnation: int, *, bootstrap: str, topic: str, group: str, out: str,
                  checkpoint: str, options: dict[str, str], log_dir: str, trigger: str = "500 milliseconds",
-                 max_seconds: float = 900.0) -> Member:
+                 max_seconds: float = 900.0, progress_dir: str | None = None) -> Member:
+    """``progress_dir``: where the member appends its query progress (``<owner>.progress.jsonl``)."""
     owner = f"{name}-{incarnation}"
     log_path = os.path.join(log_dir, f"{owner}.log")
     cmd = [sys.executable, "-m", "chaos.member", "--name", name, "--incarnation", str(incarnation),
@@ -139,6 +140,8 @@ def start_member(name: str, incarnation: int, *, bootstrap: str, topic: str, gro
            "--checkpoint", checkpoint, "--trigger", trigger, "--max-seconds", str(max_seconds)]
     for k, v in options.items():
         cmd += ["--option", f"{k}={v}"]
+    if progress_dir is not None:
+        cmd += ["--progress", os.path.join(progress_dir, f"{owner}.progress.jsonl")]
     env = dict(os.environ)
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -156,6 +156,8 @@ class Run:
         self.gone_incarnations: set[int] = set()
         self.t0 = time.monotonic()
         self._events: list[str] = []
+        #: more arguments of every member's start_member (the soak: max_seconds, progress_dir)
+        self.member_args: dict[str, object] = {}
 
     @property
     def member_options(self) -> dict[str, str]:
@@ -266,7 +268,7 @@ class Run:
         merged = {k: v for k, v in {**self.member_options, **options}.items() if v is not None}
         m = start_member(name, incarnation, bootstrap=bootstrap or self.broker.bootstrap, topic=self.topic,
                          group=self.group, out=self.out, checkpoint=os.path.join(self.dir, f"ck-{name}"),
-                         options=merged, log_dir=self.dir)
+                         options=merged, log_dir=self.dir, **self.member_args)  # type: ignore[arg-type]
         self.members[name] = m
         self.history.append(m)
         self.event(f"started {m.owner} (pid {m.pid})")
