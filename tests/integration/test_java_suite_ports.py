@@ -613,8 +613,12 @@ class _Group:
         self.last_shares: dict[str, set[int]] = {}
         self.query = _query(spark, b, self.topic, self.group, self.sink, checkpoint, reset=None,
                             **({"kafka.group.protocol": "consumer"} if protocol == "consumer" else {}))
-        self.feed = _Feed(b.bootstrap, [self.topic]).start()
-        self.watch = _CommitWatch(b.bootstrap, self.group, self.topic).start()
+        try:
+            self.feed = _Feed(b.bootstrap, [self.topic]).start()
+            self.watch = _CommitWatch(b.bootstrap, self.group, self.topic).start()
+        except BaseException:
+            stop(self.query)
+            raise
 
     def query_parts(self) -> set[int]:
         _alive(self.query)
