@@ -4,6 +4,9 @@ It runs in two modes:
 
 * command mode (a user or a test runs it): start a broker, create the topics, print exactly one
   line ``BOOTSTRAP=<host:port,...>`` and serve until SIGTERM/SIGINT, then shut down (exit 0).
+  With ``--schema-registry`` (kafka only) a Karapace Schema Registry runs beside the broker
+  (:mod:`._karapace`) and a second line ``SCHEMA_REGISTRY=http://host:port`` follows the first
+  once it is ready; BOOTSTRAP stays the first line, so readers of one line are unaffected.
 * control mode (``--control``, used by :class:`DevBroker`): the same, then serve JSON-line requests on
   stdin (one response line per request on stdout). It exits when stdin closes or its parent process
   changes, so it never outlives the process that started it. SIGINT is ignored there (the parent owns
@@ -23,6 +26,7 @@ import gc
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -508,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m spark_groupsource.devbroker",
         description="Run a dev broker: librdkafka's mock, Apache Kafka (KRaft) or Tansu.",
         epilog=(
-            "Prints one line BOOTSTRAP=host:port,... on stdout once the topics exist, then serves "
+            "Prints one line BOOTSTRAP=host:port,... on stdout once the topics exist (with "
+            "--schema-registry a second one, SCHEMA_REGISTRY=http://host:port), then serves "
             "until SIGTERM or SIGINT (exit 0). Errors: one line on stderr; exit 2 for bad "
             "arguments, 1 when the broker cannot start or dies."
         ),
@@ -555,6 +560,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="kafka: give up when the cluster is not formatted, started and serving within this "
              "time (default 120)",
     )
+    p.add_argument(
+        "--schema-registry",
+        action="store_true",
+        help="kafka only: also run a Karapace Schema Registry beside the broker and print "
+             "SCHEMA_REGISTRY=http://... after the BOOTSTRAP line",
+    )
+    p.add_argument(
+        "--karapace-home",
+        metavar="DIR",
+        help="with --schema-registry: the Karapace share to run (install.sh, start.sh, the source "
+             "tarball); default: $GROUPKAFKA_KARAPACE, else ../shared/karapace",
+    )
     p.add_argument("--check", action="store_true", help="check which backends can be found")
     p.add_argument(
         "--optional",
@@ -585,6 +602,7 @@ def parse_broker_config(items: list[str] | dict[str, str] | None) -> dict[str, s
 def validate_args(
     backend: str | None, brokers: int, port: int | None, topics: list[tuple[str, int]],
     broker_config: dict[str, str] | None = None, kafka_home: str | None = None,
+    schema_registry: bool = False, karapace_home: str | None = None, control: bool = False,
 ) -> None:
     if backend is None:
         raise DevBrokerError(f"missing --backend: choose one of {', '.join(BACKENDS)}")
@@ -606,6 +624,13 @@ def validate_args(
         raise DevBrokerError("--kafka-home is only supported with kafka")
     if kafka_home is not None and not os.path.isdir(kafka_home):
         raise DevBrokerError(f"--kafka-home {kafka_home}: no such directory")
+    if schema_registry and backend != "kafka":
+        raise DevBrokerError("--schema-registry needs --backend kafka (Karapace keeps its schemas "
+                             "in the broker's _schemas topic)")
+    if schema_registry and control:
+        raise DevBrokerError("--schema-registry is not supported with --control")
+    if karapace_home is not None and not schema_registry:
+        raise DevBrokerError("--karapace-home is only supported with --schema-registry")
     if port is not None:
         if backend == "mock":
             raise DevBrokerError("--port is not supported with the mock; it picks free ports")
@@ -636,6 +661,8 @@ class _Server:
         self.args = args
         self.topics = topics
         self.host: _Host | None = None
+        self.registry: Any = None  # a _karapace.Karapace with --schema-registry
+        self._registry_dir: str | None = None
         self.exit_code = 0
         self.log: IO[bytes] | None = None
 
@@ -658,6 +685,12 @@ class _Server:
         steps.handlers = [_LogFileHandler(log, "devbroker ", timed=True)]  # _client._STEP_PREFIX
         steps.setLevel(logging.INFO)
         steps.propagate = False
+        if getattr(a, "schema_registry", False):
+            from ._karapace import command_missing
+
+            missing = command_missing(a.karapace_home)
+            if missing:  # before a broker starts: say so at once
+                raise DevBrokerError(missing)
         if a.backend == "mock":
             self.host = MockHost(a.brokers, a.initial_rebalance_delay_ms, log)
         elif a.backend == "kafka":
@@ -669,8 +702,37 @@ class _Server:
         self.host.start()
         for name, partitions in self.topics:
             self.host.create_topic(name, partitions)
+        if getattr(a, "schema_registry", False):
+            self._start_registry(log)
+
+    def _start_registry(self, log: IO[bytes]) -> None:
+        from ._karapace import Karapace
+
+        assert self.host is not None
+        self._registry_dir = tempfile.mkdtemp(prefix="groupkafka-karapace-")
+        self.registry = Karapace(self.host.bootstrap, self._registry_dir, self.args.karapace_home)
+        steps = logging.getLogger("spark_groupsource.devbroker")
+        steps.info("karapace: starting on port %d (log %s)", self.registry.port, self.registry.log_path)
+        started = time.monotonic()
+        self.registry.start()
+        steps.info("karapace: ready at %s in %.1fs", self.registry.url, time.monotonic() - started)
+
+    def died(self) -> str | None:
+        """A reason if the broker or the registry beside it is gone, else None."""
+        host = self.host
+        reason = host.died() if host is not None else None
+        if reason is None and self.registry is not None:
+            reason = self.registry.died()
+        return reason
 
     def close(self) -> None:
+        registry, self.registry = self.registry, None
+        if registry is not None:  # first: Karapace stops cleanly only while its broker runs
+            with contextlib.suppress(Exception):
+                registry.stop()
+        if self._registry_dir is not None:
+            shutil.rmtree(self._registry_dir, ignore_errors=True)
+            self._registry_dir = None
         host, self.host = self.host, None
         if host is not None:
             host.serve_admin_log()
@@ -760,7 +822,7 @@ def _watch_broker(server: _Server) -> None:
         host = server.host
         if host is None:
             return
-        reason = host.died()
+        reason = server.died()
         if reason:
             print(f"devbroker: error: {reason}", file=sys.stderr, flush=True)
             server.exit_code = 1
@@ -796,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         topics = [parse_topic_spec(spec) for spec in args.topic]
         validate_args(args.backend, args.brokers, args.port, topics,
-                      parse_broker_config(args.broker_config), args.kafka_home)
+                      parse_broker_config(args.broker_config), args.kafka_home,
+                      args.schema_registry, args.karapace_home, args.control)
     except DevBrokerError as exc:
         print(f"devbroker: error: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -834,6 +897,8 @@ def main(argv: list[str] | None = None) -> int:
             server.exit_code = 1
             return 1
         out.write(f"BOOTSTRAP={server.host.bootstrap}\n")  # type: ignore[union-attr]
+        if server.registry is not None:
+            out.write(f"SCHEMA_REGISTRY={server.registry.url}\n")
         out.flush()
         threading.Thread(target=_watch_broker, args=(server,), daemon=True).start()
         if args.control:
