@@ -1,0 +1,162 @@
+"""``python -m soak`` (``make soak``): a long run on a 3-node Apache Kafka cluster with the chaos
+harness: two queries and a Java consumer in one group, a producer at a fixed rate, one chaos
+fault every ``--fault-every`` minutes (in turn: broker kill -9, member kill -9, rolling
+restart, broker SIGSTOP), a sample of every member's processes, checkpoints, triggers and the
+group's lag every minute into ``samples.csv``; then the chaos verdict (nothing lost, committed
+offsets never back, duplicates within the promise, committed = log end) and the soak's rules
+(soak/rules.py: files and threads flat after warm-up, RSS slope bounded), a table and a plot.
+
+    python -m soak --minutes 15                              # make soak
+    python -m soak --minutes 120 --kafka-home ../shared/kafka-latest   # the long run, by hand
+
+Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from chaos import kafka_faults
+from chaos.report import table
+from chaos.run import Run
+from chaos.traffic import java_missing
+from soak.probe import Sampler
+from soak.rules import default_warmup_s, judge, read_rows, series_table, summary
+
+
+def member_kill9(r: Run, name: str) -> None:
+    """kill -9 of the member's process tree and its restart from its checkpoint (as driver_kill9)."""
+    r.kill9(r.members[name])
+    r.sleep(2)
+    r.wait_reading(r.start(name))
+
+
+#: the faults in turn: name -> what it does to the run (the k-th member fault hits "a" or "b")
+FAULTS: dict[str, Callable[[Run, int], None]] = {
+    "broker_kill9": lambda r, k: kafka_faults.crash_leader(r, down_s=20),
+    "member_kill9": lambda r, k: member_kill9(r, "ab"[k % 2]),
+    "rolling_restart": lambda r, k: kafka_faults.restart_each_broker(r),
+    "broker_sigstop": lambda r, k: kafka_faults.freeze_leader(r),
+}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m soak", description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=15.0, help="length of the run once every member reads")
+    p.add_argument("--fault-every", type=float, default=10.0, metavar="MINUTES", help="one fault this often")
+    p.add_argument("--faults", default=",".join(FAULTS), help=f"the faults in turn (of {', '.join(FAULTS)})")
+    p.add_argument("--rate", type=float, default=200.0, help="records per second")
+    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--sample-every", type=float, default=60.0, metavar="SECONDS")
+    p.add_argument("--warmup", type=float, default=None, metavar="MINUTES",
+                   help="samples of each series this long after its first are not judged (default: a fifth "
+                   "of the run, 2 to 15 minutes)")
+    p.add_argument("--kafka-home", metavar="DIR", help="the Apache Kafka installation (default: as make chaos-kafka)")
+    p.add_argument("--workdir", help="where the run's directory goes (default: a new temp dir)")
+    p.add_argument("--quiet-timeout", type=float, default=300.0,
+                   help="seconds to wait after production for the commits to reach the log end")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown or not faults:
+        print(f"--faults: unknown {unknown} (known: {', '.join(FAULTS)})", file=sys.stderr)
+        return 2
+    from chaos.__main__ import use_kafka_home
+    from spark_groupsource.devbroker import DevBrokerError, kafka_missing
+
+    try:
+        label = use_kafka_home(args.kafka_home) if args.kafka_home else None
+    except DevBrokerError as exc:
+        print(f"--kafka-home: {exc}", file=sys.stderr)
+        return 2
+    missing = kafka_missing() or java_missing()
+    if missing:
+        print(f"soak: needs Apache Kafka and its java-consumer.sh: {missing}", file=sys.stderr)
+        return 2
+    if label is None:
+        from spark_groupsource.devbroker._kafka import check
+
+        label = check().removeprefix("kafka: OK ")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-soak-")
+    warmup_s = 60.0 * args.warmup if args.warmup is not None else default_warmup_s(args.minutes)
+    print(f"soak: {args.minutes:g} min, a fault every {args.fault_every:g} min ({', '.join(faults)}), "
+          f"{args.rate:g} records/s, {label}, 3 nodes; started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}",
+          flush=True)
+    r = Run("soak", workdir, partitions=args.partitions, brokers=3, backend="kafka")
+    csv_path = os.path.join(r.dir, "samples.csv")
+    print(f"soak: run directory {r.dir}", flush=True)
+    r.member_args = {"max_seconds": args.minutes * 60 + 3600, "progress_dir": r.dir}
+    sampler = Sampler(r, csv_path, args.sample_every)
+    error: BaseException | None = None
+    done: list[str] = []
+    try:
+        r.produce(rate=args.rate, seconds=args.minutes * 60 + 3600)
+        a, b = r.start("a"), r.start("b")
+        r.plain_member("c")
+        r.wait_reading(a)
+        r.wait_reading(b)
+        sampler.start()
+        start = time.monotonic()
+        r.event(f"soak: every member reads; {args.minutes:g} min from now")
+        next_fault = start + 60 * args.fault_every
+        while time.monotonic() < start + 60 * args.minutes:
+            if time.monotonic() >= next_fault:
+                name = faults[len(done) % len(faults)]
+                sampler.mark(name)
+                r.event(f"soak: fault {len(done) + 1}: {name}")
+                print(f"soak: {(time.monotonic() - start) / 60:.1f} min: {name}", flush=True)
+                FAULTS[name](r, sum(1 for d in done if d == name))
+                done.append(name)
+                next_fault += 60 * args.fault_every
+            time.sleep(1)
+    except Exception as exc:  # noqa: BLE001 - reported in the verdict
+        error = exc
+    finally:
+        try:
+            sampler.sample_once()
+        except Exception:  # noqa: BLE001 - the rounds already written are judged
+            pass
+        sampler.close()
+    row = r.finish(args.quiet_timeout, error)
+    verdicts = judge(read_rows(csv_path), warmup_s)
+    failed = [v for v in verdicts if v.judged and not v.ok]
+    ok = row.ok and row.reached_end is True and not failed
+    print()
+    print(table([row]))
+    print()
+    print(series_table(verdicts))
+    print()
+    for k, v in summary(read_rows(csv_path)).items():
+        print(f"- {k}: {v:g}")
+    png = os.path.join(r.dir, "soak.png")
+    try:
+        from soak.plot import plot
+
+        plot(csv_path, png)
+        print(f"\nplot: {png} (again: .venv/bin/python -m soak.plot {csv_path})")
+    except Exception as exc:  # noqa: BLE001 - the verdict stands without the plot
+        print(f"\nplot failed: {type(exc).__name__}: {exc}")
+    reasons = ([*row.reasons] + (["committed offsets did not reach the log end"] if row.reached_end is not True else [])
+               + [f"{v.subject} {v.metric}: {v.what}" for v in failed])
+    with open(os.path.join(r.dir, "verdict.json"), "w") as f:
+        json.dump({"ok": ok, "minutes": args.minutes, "faults": done, "warmup_s": warmup_s, "kafka": label,
+                   "row": row.to_json(), "reasons": reasons,
+                   "series": [{**v.__dict__, "what": v.what} for v in verdicts]}, f, indent=1)
+    print(f"\nsoak: {'PASSED' if ok else 'FAILED: ' + '; '.join(reasons)} ({len(done)} faults: {', '.join(done) or '-'}; "
+          f"warm-up {warmup_s / 60:g} min; {sampler.rounds} sample rounds; {row.elapsed_s:.0f} s in all); "
+          f"samples {csv_path}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

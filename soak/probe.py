@@ -1,0 +1,180 @@
+"""What the soak samples every minute, from /proc, the checkpoints, the members' progress files
+and the group: I/O only (the rules are in soak/rules.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from chaos.procs import Member, cmdline, descendants
+from chaos.run import Run
+from soak.rules import Sample, percentile, write_rows
+
+RUNNER_MODULE = "python_streaming_source_runner"
+
+
+@dataclass(frozen=True)
+class ProcStats:
+    rss_mb: float
+    fds: int
+    threads: int
+
+
+def parse_status(text: str) -> tuple[float, int]:
+    """(VmRSS in MB, Threads) from /proc/PID/status."""
+    rss_kb, threads = 0, 0
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            rss_kb = int(line.split()[1])
+        elif line.startswith("Threads:"):
+            threads = int(line.split()[1])
+    return rss_kb / 1024.0, threads
+
+
+def proc_stats(pid: int) -> ProcStats | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss, threads = parse_status(f.read())
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    return ProcStats(rss, fds, threads)
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
+def roles(m: Member) -> dict[str, list[int]]:
+    """The member's processes by role: ``driver_py`` (the member's own Python, PySpark's
+    driver), ``driver_jvm`` (SparkSubmit), ``runner`` (the stream's Python runner, where the
+    group member lives: the processes running pyspark's streaming source runner, the children
+    of its daemon if it runs under one), ``workers`` (executor Python workers)."""
+    family = descendants(m.pid)
+    lines = {p: cmdline(p) for p in family}
+    jvm = [p for p, c in lines.items() if "org.apache.spark.deploy.SparkSubmit" in c]
+    runner = [p for p, c in lines.items() if RUNNER_MODULE in c
+              and not (RUNNER_MODULE in lines.get(_parent(p), "") and "pyspark.daemon" in lines.get(_parent(p), ""))]
+    runner = [k for p in runner for k in ([q for q in family if _parent(q) == p] if "pyspark.daemon" in lines[p]
+                                          else [p])]
+    return {"driver_py": [m.pid], "driver_jvm": jvm, "runner": runner, "workers": m.python_workers()}
+
+
+def dir_stats(path: str) -> tuple[int, int]:
+    """(bytes, files) under ``path``."""
+    size = files = 0
+    for root, _dirs, names in os.walk(path):
+        for n in names:
+            try:
+                size += os.path.getsize(os.path.join(root, n))
+                files += 1
+            except OSError:
+                pass
+    return size, files
+
+
+class ProgressTail:
+    """The trigger durations a member wrote to its progress file since the last read."""
+
+    def __init__(self, path: str):
+        self.path, self.pos = path, 0
+
+    def read(self) -> list[float]:
+        try:
+            with open(self.path) as f:
+                f.seek(self.pos)
+                chunk = f.read()
+        except OSError:
+            return []
+        complete = chunk[: chunk.rfind("\n") + 1]
+        self.pos += len(complete.encode())
+        out = []
+        for line in complete.splitlines():
+            ms = json.loads(line).get("triggerMs")
+            if ms is not None:
+                out.append(float(ms))
+        return out
+
+
+class Sampler:
+    """Every ``interval`` s on its own thread: each live member's processes, checkpoints and
+    trigger p99, and the group's lag; appended to ``csv_path``. Faults are marked with
+    :meth:`mark`."""
+
+    def __init__(self, run: Run, csv_path: str, interval: float = 60.0):
+        self.run, self.csv_path, self.interval = run, csv_path, interval
+        self._tails: dict[str, ProgressTail] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="soak-sampler", daemon=True)
+        self.rounds = 0
+        with open(csv_path, "w", newline="") as f:
+            write_rows(f, [], header=True)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def _write(self, samples: list[Sample]) -> None:
+        with self._lock, open(self.csv_path, "a", newline="") as f:
+            write_rows(f, samples, header=False)
+
+    def mark(self, fault: str) -> None:
+        self._write([self._sample("fault", fault, 1.0)])
+
+    def _sample(self, subject: str, metric: str, value: float) -> Sample:
+        return Sample(time.monotonic() - self.run.t0, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      subject, metric, value)
+
+    def sample_once(self) -> None:
+        out: list[Sample] = []
+        for m in list(self.run.members.values()):
+            if not m.running():
+                continue
+            for role, pids in roles(m).items():
+                stats = [s for s in (proc_stats(p) for p in pids) if s is not None]
+                if role == "workers":
+                    out.append(self._sample(f"{m.owner}/{role}", "count", len(stats)))
+                if not stats:
+                    continue
+                out += [self._sample(f"{m.owner}/{role}", "rss_mb", sum(s.rss_mb for s in stats)),
+                        self._sample(f"{m.owner}/{role}", "fds", sum(s.fds for s in stats)),
+                        self._sample(f"{m.owner}/{role}", "threads", sum(s.threads for s in stats))]
+            size, files = dir_stats(os.path.join(self.run.dir, f"ck-{m.name}"))
+            out += [self._sample(f"{m.name}/checkpoint", "bytes", size),
+                    self._sample(f"{m.name}/checkpoint", "files", files)]
+            tail = self._tails.setdefault(m.owner, ProgressTail(os.path.join(self.run.dir,
+                                                                             f"{m.owner}.progress.jsonl")))
+            durations = tail.read()
+            out.append(self._sample(f"{m.owner}/trigger", "batches", len(durations)))
+            p99 = percentile(durations, 99)
+            if p99 is not None:
+                out.append(self._sample(f"{m.owner}/trigger", "p99_ms", p99))
+        marks = self.run.sampler.watermarks()
+        committed = dict(self.run.sampler.last)
+        if marks:
+            end = sum(hi for _lo, hi in marks.values())
+            done = sum(committed.get(p, lo) for p, (lo, _hi) in marks.items())
+            out += [self._sample("group", "log_end", end), self._sample("group", "committed", done),
+                    self._sample("group", "lag", end - done)]
+        self._write(out)
+        self.rounds += 1
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sample_once()
+            except Exception as exc:  # noqa: BLE001 - one failed round is reported, the next one runs
+                self.run.event(f"soak sampler: {type(exc).__name__}: {exc}")
+            self._stop.wait(self.interval)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(60)

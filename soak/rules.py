@@ -1,0 +1,183 @@
+"""The soak's judgement of its samples, pure: the CSV rows, the flatness rule for counts (open
+files, threads, checkpoint files, workers), the RSS slope rule, trigger p99.
+
+Samples are rows ``t_s, wall, subject, metric, value`` (one CSV, long format): a subject is a
+process role of one member incarnation (``a-1/driver_jvm``, ``a-1/runner``, ``a-1/workers``,
+``a-1/driver_py``), a member's checkpoint (``a/checkpoint``), a query's triggers
+(``a-1/trigger``), the group (``group``) or a fault (``fault``, metric = its name).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+FIELDS = ("t_s", "wall", "subject", "metric", "value")
+
+#: metric -> absolute slack of the flatness rule (max over the last half of the judged samples
+#: <= max over the first half + slack). Absolute, not relative: a leak of one fd a minute over
+#: two hours is ~60 more in the last half, and 10% of a JVM's ~400 fds would hide most of it.
+FLAT_SLACK = {"fds": 16.0, "threads": 8.0, "files": 16.0, "count": 1.0}
+#: role -> bound of the RSS slope (MB per hour, least squares over the samples after warm-up).
+#: The driver JVM grows its heap towards -Xmx (768m) without a leak, and measured +8 MB per
+#: 10 min in a 12-minute run (issue 54): 60 MB/h; the Python processes hold no growing state: 10 MB/h.
+RSS_SLOPE_MB_PER_H = {"driver_jvm": 60.0, "runner": 10.0, "workers": 10.0, "driver_py": 10.0}
+#: fewer samples than this after warm-up: the series is reported, not judged
+MIN_POINTS = 4
+
+
+@dataclass(frozen=True)
+class Sample:
+    t_s: float
+    wall: str
+    subject: str
+    metric: str
+    value: float
+
+
+def write_rows(f, samples: Iterable[Sample], header: bool) -> None:
+    w = csv.writer(f)
+    if header:
+        w.writerow(FIELDS)
+    for s in samples:
+        w.writerow((f"{s.t_s:.1f}", s.wall, s.subject, s.metric, f"{s.value:.6g}"))
+
+
+def read_rows(path: str) -> list[Sample]:
+    with open(path, newline="") as f:
+        return [Sample(float(r["t_s"]), r["wall"], r["subject"], r["metric"], float(r["value"]))
+                for r in csv.DictReader(f)]
+
+
+def series(samples: Iterable[Sample]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """(subject, metric) -> [(t_s, value)] in time order."""
+    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for s in samples:
+        out.setdefault((s.subject, s.metric), []).append((s.t_s, s.value))
+    for points in out.values():
+        points.sort()
+    return out
+
+
+def role(subject: str) -> str:
+    return subject.rsplit("/", 1)[-1]
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def slope_per_hour(points: Sequence[tuple[float, float]]) -> float | None:
+    """Least-squares slope of value over time, per hour (t in seconds); None below 2 distinct times."""
+    n = len(points)
+    if n < 2:
+        return None
+    mt = sum(t for t, _ in points) / n
+    mv = sum(v for _, v in points) / n
+    sxx = sum((t - mt) ** 2 for t, _ in points)
+    if sxx == 0:
+        return None
+    return sum((t - mt) * (v - mv) for t, v in points) / sxx * 3600.0
+
+
+def after_warmup(points: Sequence[tuple[float, float]], warmup_s: float) -> list[tuple[float, float]]:
+    """The points from ``warmup_s`` after the series' first sample on (each member incarnation
+    warms up from its own start)."""
+    if not points:
+        return []
+    start = points[0][0]
+    return [p for p in points if p[0] - start >= warmup_s]
+
+
+def halves_max(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """(max of the first half, max of the last half); an odd middle point goes to the last half."""
+    mid = len(points) // 2
+    return max(v for _, v in points[:mid]), max(v for _, v in points[mid:])
+
+
+@dataclass(frozen=True)
+class SeriesVerdict:
+    subject: str
+    metric: str
+    rule: str  # "flat" or "slope"
+    points: int  # samples after warm-up
+    first_max: float | None = None
+    last_max: float | None = None
+    slope: float | None = None  # per hour
+    bound: float | None = None  # slack (flat) or MB/h (slope)
+    judged: bool = False
+    ok: bool = True
+
+    @property
+    def what(self) -> str:
+        if not self.judged:
+            return f"not judged ({self.points} samples after warm-up, {MIN_POINTS} needed)"
+        if self.rule == "flat":
+            return f"last-half max {self.last_max:g} <= first-half max {self.first_max:g} + {self.bound:g}"
+        return f"slope {self.slope:+.1f} MB/h <= {self.bound:g} MB/h"
+
+
+def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]], warmup_s: float) -> SeriesVerdict | None:
+    """The rule for this series, or None when none applies (lag, trigger, bytes: reported only)."""
+    kept = after_warmup(points, warmup_s)
+    if metric in FLAT_SLACK and role(subject) in (*RSS_SLOPE_MB_PER_H, "checkpoint"):
+        slack = FLAT_SLACK[metric]
+        if len(kept) < MIN_POINTS:
+            return SeriesVerdict(subject, metric, "flat", len(kept), bound=slack)
+        first, last = halves_max(kept)
+        return SeriesVerdict(subject, metric, "flat", len(kept), first, last, slope_per_hour(kept), slack,
+                             judged=True, ok=last <= first + slack)
+    if metric == "rss_mb" and role(subject) in RSS_SLOPE_MB_PER_H:
+        bound = RSS_SLOPE_MB_PER_H[role(subject)]
+        if len(kept) < MIN_POINTS:
+            return SeriesVerdict(subject, metric, "slope", len(kept), bound=bound)
+        first, last = halves_max(kept)
+        slope = slope_per_hour(kept)
+        return SeriesVerdict(subject, metric, "slope", len(kept), first, last, slope, bound,
+                             judged=True, ok=slope is not None and slope <= bound)
+    return None
+
+
+def judge(samples: Iterable[Sample], warmup_s: float) -> list[SeriesVerdict]:
+    out = []
+    for (subject, metric), points in sorted(series(samples).items()):
+        v = judge_series(subject, metric, points, warmup_s)
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def default_warmup_s(minutes: float) -> float:
+    """A fifth of the run, at most 15 minutes, at least 2."""
+    return 60.0 * min(15.0, max(2.0, minutes / 5))
+
+
+def summary(samples: Iterable[Sample]) -> dict[str, float]:
+    """Reported figures: the largest per-minute trigger p99 of each query incarnation, the
+    largest group lag, the checkpoints' largest size."""
+    out: dict[str, float] = {}
+    for (subject, metric), points in series(samples).items():
+        if metric in ("p99_ms", "lag", "bytes") and points:
+            out[f"{subject} max {metric}"] = max(v for _, v in points)
+    return dict(sorted(out.items()))
+
+
+def series_table(verdicts: Sequence[SeriesVerdict]) -> str:
+    head = ("subject", "metric", "rule", "samples", "first-half max", "last-half max", "slope/h", "bound", "result")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def num(x: float | None, fmt: str = "{:g}") -> str:
+        return "-" if x is None else fmt.format(x)
+
+    for v in verdicts:
+        result = "ok" if v.judged and v.ok else ("**FAIL**" if v.judged else "not judged")
+        lines.append("| " + " | ".join((v.subject, v.metric, v.rule, str(v.points), num(v.first_max, "{:.0f}"),
+                                        num(v.last_max, "{:.0f}"), num(v.slope, "{:+.1f}"), num(v.bound), result))
+                     + " |")
+    return "\n".join(lines)

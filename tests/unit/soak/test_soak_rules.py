@@ -1,0 +1,151 @@
+"""The soak's rules (soak/rules.py) and its pure parsing (soak/probe.py): flat counts, the RSS
+slope, warm-up per series, p99, the CSV round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from soak.probe import ProgressTail, parse_status
+from soak.rules import (
+    MIN_POINTS,
+    Sample,
+    after_warmup,
+    default_warmup_s,
+    halves_max,
+    judge,
+    judge_series,
+    percentile,
+    read_rows,
+    series_table,
+    slope_per_hour,
+    summary,
+    write_rows,
+)
+
+
+def _minutes(values, start=0.0):
+    return [(start + 60.0 * i, float(v)) for i, v in enumerate(values)]
+
+
+def test_slope_is_least_squares_per_hour():
+    assert slope_per_hour(_minutes([100, 101, 102, 103])) == pytest.approx(60.0)
+    assert slope_per_hour(_minutes([5, 5, 5])) == pytest.approx(0.0)
+    # noise around a flat line: slope near 0 although first < last
+    assert abs(slope_per_hour(_minutes([100, 110, 90, 105, 95, 101]))) < 60
+    assert slope_per_hour([(0.0, 1.0)]) is None
+    assert slope_per_hour([(5.0, 1.0), (5.0, 2.0)]) is None
+
+
+def test_warmup_is_counted_from_each_series_start():
+    points = _minutes(range(10), start=600.0)  # an incarnation started at 10 min
+    kept = after_warmup(points, 180.0)
+    assert kept[0] == (780.0, 3.0) and len(kept) == 7
+    assert after_warmup([], 60.0) == []
+
+
+def test_halves_give_the_middle_point_to_the_last_half():
+    assert halves_max(_minutes([1, 9, 2, 3, 4])) == (9.0, 4.0)
+
+
+def test_flat_fds_pass_with_noise_within_the_slack():
+    v = judge_series("a-1/driver_jvm", "fds", _minutes([400, 420, 410, 415, 418, 412, 425, 430]), 0)
+    assert v is not None and v.judged and v.ok and v.rule == "flat"
+    assert (v.first_max, v.last_max) == (420.0, 430.0)
+
+
+def test_growing_fds_fail():
+    leak = _minutes([400 + 2 * i for i in range(40)])  # 2 fds a minute
+    v = judge_series("a-1/driver_jvm", "fds", leak, 0)
+    assert v.judged and not v.ok and "last-half max" in v.what
+
+
+def test_threads_slack_is_absolute():
+    base = [300] * 6
+    assert judge_series("a-1/driver_jvm", "threads", _minutes(base + [308] * 6), 0).ok
+    assert not judge_series("a-1/driver_jvm", "threads", _minutes(base + [309] * 6), 0).ok
+
+
+def test_one_more_worker_is_within_the_slack_two_are_not():
+    assert judge_series("a-1/workers", "count", _minutes([1, 1, 1, 2, 2, 2]), 0).ok
+    assert not judge_series("a-1/workers", "count", _minutes([1, 1, 1, 3, 3, 3]), 0).ok
+
+
+def test_checkpoint_files_are_judged_bytes_are_reported():
+    assert judge_series("a/checkpoint", "files", _minutes([400, 410, 412, 424]), 0).ok
+    assert not judge_series("a/checkpoint", "files", _minutes([400, 410, 420, 430, 440, 450]), 0).ok
+    assert judge_series("a/checkpoint", "bytes", _minutes([1, 2, 3, 4]), 0) is None
+    assert judge_series("group", "lag", _minutes([1, 2, 3, 4]), 0) is None
+    assert judge_series("a-1/trigger", "p99_ms", _minutes([1, 2, 3, 4]), 0) is None
+
+
+def test_rss_slope_bounds_by_role():
+    jvm = _minutes([500 + 0.9 * i for i in range(20)])  # 54 MB/h
+    assert judge_series("a-1/driver_jvm", "rss_mb", jvm, 0).ok
+    fast = _minutes([500 + 1.1 * i for i in range(20)])  # 66 MB/h
+    assert not judge_series("a-1/driver_jvm", "rss_mb", fast, 0).ok
+    py = _minutes([60 + 0.2 * i for i in range(20)])  # 12 MB/h: over the Python bound
+    v = judge_series("a-1/runner", "rss_mb", py, 0)
+    assert not v.ok and v.slope == pytest.approx(12.0) and v.bound == 10.0
+    # a drop (a restart of a worker) does not make a leak pass or fail by itself: the slope decides
+    assert judge_series("a-1/workers", "rss_mb", _minutes([80, 80, 80, 40, 40, 40]), 0).ok
+
+
+def test_short_series_are_reported_not_judged():
+    v = judge_series("a-2/driver_jvm", "fds", _minutes([1, 1000, 1, 5000, 9000]), 180.0)
+    assert not v.judged and v.ok and v.points == 2 and f"{MIN_POINTS} needed" in v.what
+
+
+def test_judge_and_table_over_samples():
+    samples = [Sample(60.0 * i, "w", "a-1/driver_jvm", "threads", 100 + (50 if i > 8 else 0)) for i in range(12)]
+    samples += [Sample(60.0 * i, "w", "a-1/driver_jvm", "rss_mb", 500) for i in range(12)]
+    samples += [Sample(60.0 * i, "w", "group", "lag", i) for i in range(12)]
+    verdicts = judge(samples, 120.0)
+    by = {(v.subject, v.metric): v for v in verdicts}
+    assert set(by) == {("a-1/driver_jvm", "threads"), ("a-1/driver_jvm", "rss_mb")}
+    assert not by[("a-1/driver_jvm", "threads")].ok and by[("a-1/driver_jvm", "rss_mb")].ok
+    text = series_table(verdicts)
+    assert "**FAIL**" in text and "| a-1/driver_jvm | rss_mb | slope | 10 |" in text
+    assert summary(samples) == {"group max lag": 11.0}
+
+
+def test_percentile_nearest_rank():
+    assert percentile([], 99) is None
+    assert percentile([3.0], 99) == 3.0
+    values = list(range(1, 101))
+    assert percentile(values, 99) == 99 and percentile(values, 50) == 50 and percentile(values, 100) == 100
+
+
+def test_default_warmup():
+    assert default_warmup_s(15) == 180.0
+    assert default_warmup_s(5) == 120.0
+    assert default_warmup_s(120) == 900.0
+
+
+def test_csv_round_trip(tmp_path):
+    path = tmp_path / "samples.csv"
+    rows = [Sample(1.25, "2026-12-02T01:00:00Z", "a-1/runner", "rss_mb", 63.5),
+            Sample(61.0, "2026-12-02T01:01:00Z", "fault", "broker_kill9", 1.0)]
+    with open(path, "w", newline="") as f:
+        write_rows(f, rows[:1], header=True)
+    with open(path, "a", newline="") as f:
+        write_rows(f, rows[1:], header=False)
+    got = read_rows(str(path))
+    assert [(s.subject, s.metric, s.value) for s in got] == [(s.subject, s.metric, s.value) for s in rows]
+    assert got[0].t_s == pytest.approx(1.2, abs=0.06)
+
+
+def test_parse_status():
+    text = "Name:\tjava\nVmPeak:\t 9 kB\nVmRSS:\t  524288 kB\nThreads:\t87\n"
+    assert parse_status(text) == (512.0, 87)
+
+
+def test_progress_tail_reads_complete_lines_once(tmp_path):
+    path = tmp_path / "a-1.progress.jsonl"
+    tail = ProgressTail(str(path))
+    assert tail.read() == []
+    path.write_text('{"batchId": 0, "triggerMs": 120}\n{"batchId": 1, "triggerMs": 80}\n{"batchId": 2, "trig')
+    assert tail.read() == [120.0, 80.0]
+    with open(path, "a") as f:
+        f.write('gerMs": 95}\n')
+    assert tail.read() == [95.0]
+    assert tail.read() == []
