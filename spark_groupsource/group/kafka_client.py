@@ -483,26 +483,34 @@ class KafkaGroupClient:
                 log.debug("group %s: OffsetFetch retried after %s", coord.group_id, type(exc).__name__)
             time.sleep(max(0.0, min(backoff_s, deadline - time.monotonic())))
 
-async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], timeout_ms: float):
-    """One OffsetCommit round trip on kafka-python's IO loop: partition -> error class."""
-    node = coord.coordinator()
-    if node is None:
-        raise kerr.CoordinatorNotAvailableError("coordinator unknown")
+def offset_commit_request(group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                          offsets: Mapping[TopicPartition, int]) -> OffsetCommitRequest:
+    """The OffsetCommit (up to v8) the member sends for ``offsets``; apart so that its size can
+    be measured (bench/many_partitions.py: ``len(request.encode(version=8))``)."""
     by_topic: dict[str, dict[int, int]] = {}
     for tp, off in offsets.items():
         by_topic.setdefault(tp.topic, {})[tp.partition] = off
     topic_t = OffsetCommitRequest.OffsetCommitRequestTopic
     part_t = topic_t.OffsetCommitRequestPartition
-    request = OffsetCommitRequest(
+    return OffsetCommitRequest(
         max_version=8,
-        group_id=coord.group_id,
-        generation_id_or_member_epoch=gen.generation_id,
-        member_id=gen.member_id,
-        group_instance_id=coord.group_instance_id,
+        group_id=group_id,
+        generation_id_or_member_epoch=generation_id,
+        member_id=member_id,
+        group_instance_id=group_instance_id,
         topics=[topic_t(name=t, partitions=[
             part_t(partition_index=p, committed_offset=o, committed_leader_epoch=-1, committed_metadata="")
             for p, o in sorted(ps.items())]) for t, ps in sorted(by_topic.items())],
     )
+
+
+async def _commit_request(coord, gen, offsets: Mapping[TopicPartition, int], timeout_ms: float):
+    """One OffsetCommit round trip on kafka-python's IO loop: partition -> error class."""
+    node = coord.coordinator()
+    if node is None:
+        raise kerr.CoordinatorNotAvailableError("coordinator unknown")
+    request = offset_commit_request(coord.group_id, gen.generation_id, gen.member_id, coord.group_instance_id,
+                                    offsets)
     response = await coord._manager.wait_for(coord._manager.send(request, node_id=node), timeout_ms)
     out: dict[TopicPartition, type] = {}
     for topic, partitions in response.topics:
