@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: setup test test-unit test-integration lint bench demo chaos chaos-consumer chaos-kafka chaos-net clean
+.PHONY: setup test test-unit test-integration lint bench bench-many demo chaos chaos-consumer chaos-kafka chaos-net clean
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,14 @@ bench:
 	$(PY) bench/steady_state.py --sizes 100 --codecs none --n 1000000 --partitions 64 --max-offsets-per-trigger 256000 --sustained-s 0
 	$(PY) bench/steady_state.py --sizes 100 --codecs none,lz4,zstd --n 2000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
 	$(PY) bench/steady_state.py --sizes 1000,10000 --codecs none,lz4,zstd --n 13000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
+
+# One query on 10,000 partitions of one topic at 300 records/s (issue 54): planning per trigger,
+# the group commit's size, the checkpoint's offset files and their growth over 20 triggers
+# (docs/benchmarks.md). Minutes, most of them Kafka creating the partitions. BENCH_ARGS: see
+# `python bench/many_partitions.py --help` (--partitions, --topics, --rate, --triggers).
+BENCH_ARGS ?=
+bench-many:
+	$(PY) bench/many_partitions.py $(BENCH_ARGS)
 
 # A dev broker, a producer, two queries and a librdkafka consumer in one group, drawn into
 # build/demo/ownership.png and build/demo/summary.txt (a few minutes). DEMO_ARGS: see
