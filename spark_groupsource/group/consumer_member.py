@@ -56,7 +56,7 @@ from spark_groupsource.group.seam import (
     Snapshot,
     raise_failure,
 )
-from spark_groupsource.group.touch import CoordinatorTouch, librdkafka_coordinator
+from spark_groupsource.group.touch import CoordinatorTouch, LibrdkafkaCoordinator
 
 log = logging.getLogger("spark_groupsource.consumer_member")
 
@@ -217,6 +217,7 @@ class ConsumerProtocolMembership:
         # the coordinator unreachable said once, and its return, from librdkafka's statistics
         # (issue 53, as the classic member: spark_groupsource/group/touch.py); the session is the broker's
         self._touch = CoordinatorTouch(config.group_id)
+        self._coordinator_view = LibrdkafkaCoordinator()
 
     # ---- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -485,7 +486,7 @@ class ConsumerProtocolMembership:
             stats = json.loads(raw)
         except ValueError:
             return
-        reached, where = librdkafka_coordinator(stats)
+        reached, where = self._coordinator_view.observe(stats)
         self._touch.observe(reached, where)
 
     def _on_error(self, err: KafkaError) -> None:

@@ -72,23 +72,45 @@ class CoordinatorTouch:
 SILENT_S = 1.0
 
 
-def librdkafka_coordinator(stats: Mapping[str, Any]) -> tuple[bool, str]:
+class LibrdkafkaCoordinator:
     """The group coordinator as librdkafka's statistics (``statistics.interval.ms``) show it to
-    the KIP-848 member: (reached, "broker N at host:port"; "" while it knows none, as before it
-    first found one: :class:`CoordinatorTouch` says nothing until it was reached once).
+    the KIP-848 member, one look per statistics event: :meth:`observe` gives (reached, "broker N
+    at host:port"; "" while it knows none, as before it first found one: :class:`CoordinatorTouch`
+    says nothing until it was reached once).
 
     librdkafka talks to the coordinator on a connection of its own, its logical
-    "GroupCoordinator" broker: reached while that is UP, the group's state is "up", and no
-    request on it has waited ``SILENT_S`` with nothing received (a drop that resets nothing)."""
-    brokers = stats.get("brokers") or {}
-    coord = brokers.get("GroupCoordinator")
-    if not isinstance(coord, Mapping) or not coord.get("nodename"):
-        return False, ""
-    where = str(coord["nodename"])
-    node = next((b.get("nodeid") for b in brokers.values()
-                 if isinstance(b, Mapping) and b.get("source") != "logical" and b.get("nodename") == where), None)
-    label = f"broker {node} at {where}" if node is not None and node >= 0 else where
-    up = coord.get("state") == "UP" and (stats.get("cgrp") or {}).get("state") == "up"
-    rxidle_us = coord.get("rxidle", -1)
-    silent = int(coord.get("waitresp_cnt") or 0) > 0 and rxidle_us is not None and rxidle_us >= SILENT_S * 1e6
-    return up and not silent, label
+    "GroupCoordinator" broker. Unreached: that connection is not UP, the group's state is not
+    "up", a request on it has waited ``SILENT_S`` with nothing received, or a request timed out
+    since the last look with no answer (a drop that resets nothing: the connection stays UP and,
+    the timed-out request dropped, nothing is outstanding for a moment). Once unreached, it is
+    reached again only when an answer arrived (its ``rx`` count moved): measured on Kafka 4.3.1
+    behind a silent proxy, a look between a timeout and the next heartbeat read as "back"."""
+
+    def __init__(self) -> None:
+        self._rx = 0
+        self._timeouts = 0
+        self._unanswered = False
+
+    def observe(self, stats: Mapping[str, Any]) -> tuple[bool, str]:
+        brokers = stats.get("brokers") or {}
+        coord = brokers.get("GroupCoordinator")
+        if not isinstance(coord, Mapping) or not coord.get("nodename"):
+            self._unanswered = True
+            return False, ""
+        where = str(coord["nodename"])
+        node = next((b.get("nodeid") for b in brokers.values()
+                     if isinstance(b, Mapping) and b.get("source") != "logical" and b.get("nodename") == where), None)
+        label = f"broker {node} at {where}" if node is not None and node >= 0 else where
+        rx, timeouts = int(coord.get("rx") or 0), int(coord.get("req_timeouts") or 0)
+        answered, timed_out = rx > self._rx, timeouts > self._timeouts
+        self._rx, self._timeouts = rx, timeouts
+        up = coord.get("state") == "UP" and (stats.get("cgrp") or {}).get("state") == "up"
+        rxidle_us = coord.get("rxidle", -1)
+        waiting = int(coord.get("waitresp_cnt") or 0) > 0 and rxidle_us is not None and rxidle_us >= SILENT_S * 1e6
+        if not up or waiting or (timed_out and not answered):
+            self._unanswered = True
+            return False, label
+        if self._unanswered and not answered:
+            return False, label
+        self._unanswered = False
+        return True, label

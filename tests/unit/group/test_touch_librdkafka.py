@@ -4,42 +4,66 @@ resetting the connections: tests/integration/test_coordinator_touch.py runs it f
 
 from __future__ import annotations
 
-from spark_groupsource.group.touch import librdkafka_coordinator
+from spark_groupsource.group.touch import LibrdkafkaCoordinator
 
 
-def _stats(state="UP", cgrp="up", waitresp=0, rxidle=30_000, nodename="127.0.0.1:35995"):
+def _stats(state="UP", cgrp="up", waitresp=0, rxidle=30_000, rx=10, timeouts=0, nodename="127.0.0.1:35995"):
     return {
         "cgrp": {"state": cgrp, "join_state": "steady"},
         "brokers": {
             "127.0.0.1:35995/1": {"nodeid": 1, "nodename": "127.0.0.1:35995", "source": "learned",
                                   "state": "UP", "waitresp_cnt": 1, "rxidle": 400_000},
             "GroupCoordinator": {"nodeid": -1, "nodename": nodename, "source": "logical", "state": state,
-                                 "waitresp_cnt": waitresp, "rxidle": rxidle},
+                                 "waitresp_cnt": waitresp, "rxidle": rxidle, "rx": rx, "req_timeouts": timeouts},
         },
     }
 
 
 def test_an_answering_coordinator_is_reached_and_named_by_its_node():
-    assert librdkafka_coordinator(_stats()) == (True, "broker 1 at 127.0.0.1:35995")
+    assert LibrdkafkaCoordinator().observe(_stats()) == (True, "broker 1 at 127.0.0.1:35995")
 
 
 def test_a_heartbeat_just_sent_after_an_idle_interval_is_still_reached():
-    # heartbeats every 5 s (Kafka's default): long idle, nothing outstanding
-    assert librdkafka_coordinator(_stats(rxidle=4_900_000))[0]
-    assert librdkafka_coordinator(_stats(waitresp=1, rxidle=500_000))[0]
+    view = LibrdkafkaCoordinator()
+    assert view.observe(_stats(rx=10))[0]
+    # heartbeats every 5 s (Kafka's default): long idle, nothing outstanding, nothing new received
+    assert view.observe(_stats(rx=10, rxidle=4_900_000))[0]
+    assert view.observe(_stats(rx=10, waitresp=1, rxidle=500_000))[0]
 
 
-def test_a_silent_network_is_a_request_waiting_with_nothing_received():
-    assert librdkafka_coordinator(_stats(waitresp=1, rxidle=3_000_000)) == (False, "broker 1 at 127.0.0.1:35995")
+def test_a_silent_network_is_unreached_until_an_answer_arrives():
+    view = LibrdkafkaCoordinator()
+    assert view.observe(_stats(rx=10))[0]
+    assert view.observe(_stats(rx=10, waitresp=1, rxidle=3_000_000)) == (False, "broker 1 at 127.0.0.1:35995")
+    # the heartbeat timed out and was dropped: nothing outstanding, nothing received (measured:
+    # this look read as "back in touch" in the middle of a 6 s hold)
+    assert not view.observe(_stats(rx=10, waitresp=0, rxidle=5_000_000, timeouts=1))[0]
+    assert not view.observe(_stats(rx=10, waitresp=0, rxidle=5_500_000, timeouts=1))[0]
+    assert view.observe(_stats(rx=11, rxidle=20_000, timeouts=1))[0]  # the healed network answered
+
+
+def test_a_request_timed_out_without_an_answer_is_unreached():
+    view = LibrdkafkaCoordinator()
+    assert view.observe(_stats(rx=10))[0]
+    assert not view.observe(_stats(rx=10, timeouts=1))[0]
 
 
 def test_a_closed_connection_or_a_group_looking_for_its_coordinator_is_not_reached():
-    assert not librdkafka_coordinator(_stats(state="DOWN"))[0]
-    assert not librdkafka_coordinator(_stats(state="CONNECT"))[0]
-    assert not librdkafka_coordinator(_stats(cgrp="wait-coord"))[0]
+    for stats in (_stats(state="DOWN"), _stats(state="CONNECT"), _stats(cgrp="wait-coord")):
+        assert not LibrdkafkaCoordinator().observe(stats)[0]
+
+
+def test_after_a_reconnect_it_is_reached_once_the_new_connection_answers():
+    view = LibrdkafkaCoordinator()
+    assert view.observe(_stats(rx=10))[0]
+    assert not view.observe(_stats(rx=10, state="CONNECT"))[0]
+    assert not view.observe(_stats(rx=10, state="UP", waitresp=1, rxidle=100_000))[0]  # ApiVersions sent
+    assert view.observe(_stats(rx=12))[0]
 
 
 def test_before_any_coordinator_is_known_it_is_not_reached_and_unnamed():
-    assert librdkafka_coordinator(_stats(state="INIT", cgrp="wait-coord", nodename="")) == (False, "")
-    assert librdkafka_coordinator({"brokers": {}}) == (False, "")
-    assert librdkafka_coordinator({}) == (False, "")
+    view = LibrdkafkaCoordinator()
+    assert view.observe(_stats(state="INIT", cgrp="wait-coord", nodename="")) == (False, "")
+    assert view.observe({"brokers": {}}) == (False, "")
+    assert view.observe({}) == (False, "")
+    assert view.observe(_stats(rx=3))[0]  # found and answered
