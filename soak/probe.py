@@ -56,7 +56,9 @@ def roles(m: Member) -> dict[str, list[int]]:
     """The member's processes by role: ``driver_py`` (the member's own Python, PySpark's
     driver), ``driver_jvm`` (SparkSubmit), ``runner`` (the stream's Python runner, where the
     group member lives: the processes running pyspark's streaming source runner, the children
-    of its daemon if it runs under one), ``workers`` (executor Python workers)."""
+    of its daemon if it runs under one), ``workers`` (executor Python workers), ``planners`` (the
+    daemons of the Python data source's planning modules, lookup/create/plan_data_source_read,
+    and what they forked)."""
     family = descendants(m.pid)
     lines = {p: cmdline(p) for p in family}
     jvm = [p for p, c in lines.items() if "org.apache.spark.deploy.SparkSubmit" in c]
@@ -64,7 +66,10 @@ def roles(m: Member) -> dict[str, list[int]]:
               and not (RUNNER_MODULE in lines.get(_parent(p), "") and "pyspark.daemon" in lines.get(_parent(p), ""))]
     runner = [k for p in runner for k in ([q for q in family if _parent(q) == p] if "pyspark.daemon" in lines[p]
                                           else [p])]
-    return {"driver_py": [m.pid], "driver_jvm": jvm, "runner": runner, "workers": m.python_workers()}
+    planners = [p for p, c in lines.items() if "pyspark.daemon" in c and c.split()[-1:] != ["pyspark.worker"]
+                and RUNNER_MODULE not in c]
+    return {"driver_py": [m.pid], "driver_jvm": jvm, "runner": runner, "workers": m.python_workers(),
+            "planners": planners}
 
 
 def dir_stats(path: str) -> tuple[int, int]:
@@ -78,6 +83,14 @@ def dir_stats(path: str) -> tuple[int, int]:
             except OSError:
                 pass
     return size, files
+
+
+def _count(path: str) -> int:
+    """Batch files in a checkpoint log directory (``offsets``, ``commits``), .crc files left out."""
+    try:
+        return sum(1 for n in os.listdir(path) if not n.startswith("."))
+    except OSError:
+        return 0
 
 
 class ProgressTail:
@@ -140,16 +153,18 @@ class Sampler:
                 continue
             for role, pids in roles(m).items():
                 stats = [s for s in (proc_stats(p) for p in pids) if s is not None]
-                if role == "workers":
+                if role in ("workers", "planners"):
                     out.append(self._sample(f"{m.owner}/{role}", "count", len(stats)))
                 if not stats:
                     continue
                 out += [self._sample(f"{m.owner}/{role}", "rss_mb", sum(s.rss_mb for s in stats)),
                         self._sample(f"{m.owner}/{role}", "fds", sum(s.fds for s in stats)),
                         self._sample(f"{m.owner}/{role}", "threads", sum(s.threads for s in stats))]
-            size, files = dir_stats(os.path.join(self.run.dir, f"ck-{m.name}"))
+            ck = os.path.join(self.run.dir, f"ck-{m.name}")
+            size, files = dir_stats(ck)
             out += [self._sample(f"{m.name}/checkpoint", "bytes", size),
-                    self._sample(f"{m.name}/checkpoint", "files", files)]
+                    self._sample(f"{m.name}/checkpoint", "files", files),
+                    self._sample(f"{m.name}/checkpoint", "offset_files", _count(os.path.join(ck, "offsets")))]
             tail = self._tails.setdefault(m.owner, ProgressTail(os.path.join(self.run.dir,
                                                                              f"{m.owner}.progress.jsonl")))
             durations = tail.read()

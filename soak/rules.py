@@ -3,7 +3,7 @@ files, threads, checkpoint files, workers), the RSS slope rule, trigger p99.
 
 Samples are rows ``t_s, wall, subject, metric, value`` (one CSV, long format): a subject is a
 process role of one member incarnation (``a-1/driver_jvm``, ``a-1/runner``, ``a-1/workers``,
-``a-1/driver_py``), a member's checkpoint (``a/checkpoint``), a query's triggers
+``a-1/driver_py``, ``a-1/planners``), a member's checkpoint (``a/checkpoint``), a query's triggers
 (``a-1/trigger``), the group (``group``) or a fault (``fault``, metric = its name).
 """
 
@@ -22,8 +22,13 @@ FIELDS = ("t_s", "wall", "subject", "metric", "value")
 FLAT_SLACK = {"fds": 16.0, "threads": 8.0, "files": 16.0, "count": 1.0}
 #: role -> bound of the RSS slope (MB per hour, least squares over the samples after warm-up).
 #: The driver JVM grows its heap towards -Xmx (768m) without a leak, and measured +8 MB per
-#: 10 min in a 12-minute run (issue 54): 60 MB/h; the Python processes hold no growing state: 10 MB/h.
-RSS_SLOPE_MB_PER_H = {"driver_jvm": 60.0, "runner": 10.0, "workers": 10.0, "driver_py": 10.0}
+#: 10 min in a 12-minute run (issue 54): 60 MB/h; the Python processes (runner, workers, planner
+#: daemons, the driver's Python) hold no growing state: 10 MB/h.
+RSS_SLOPE_MB_PER_H = {"driver_jvm": 60.0, "runner": 10.0, "workers": 10.0, "driver_py": 10.0, "planners": 10.0}
+#: Spark keeps this many batches in a checkpoint's offsets and commits logs
+#: (spark.sql.streaming.minBatchesToRetain): its file count grows until then by design, so a
+#: checkpoint is judged from the first sample with this many offset files on (and after warm-up)
+RETAINED_BATCHES = 100
 #: fewer samples than this after warm-up: the series is reported, not judged
 MIN_POINTS = 4
 
@@ -144,10 +149,21 @@ def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]
     return None
 
 
+def retained_from(offset_files: Sequence[tuple[float, float]]) -> float | None:
+    """When a checkpoint first held :data:`RETAINED_BATCHES` offset files (None: never)."""
+    return next((t for t, n in offset_files if n >= RETAINED_BATCHES), None)
+
+
 def judge(samples: Iterable[Sample], warmup_s: float) -> list[SeriesVerdict]:
     out = []
-    for (subject, metric), points in sorted(series(samples).items()):
-        v = judge_series(subject, metric, points, warmup_s)
+    by = series(samples)
+    for (subject, metric), points in sorted(by.items()):
+        cut = warmup_s
+        if role(subject) == "checkpoint" and metric == "files":
+            since = retained_from(by.get((subject, "offset_files"), []))
+            points = [] if since is None else [p for p in after_warmup(points, warmup_s) if p[0] >= since]
+            cut = 0.0
+        v = judge_series(subject, metric, points, cut)
         if v is not None:
             out.append(v)
     return out

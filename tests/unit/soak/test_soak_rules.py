@@ -8,6 +8,7 @@ import pytest
 from soak.probe import ProgressTail, parse_status
 from soak.rules import (
     MIN_POINTS,
+    RETAINED_BATCHES,
     Sample,
     after_warmup,
     default_warmup_s,
@@ -149,3 +150,18 @@ def test_progress_tail_reads_complete_lines_once(tmp_path):
         f.write('gerMs": 95}\n')
     assert tail.read() == [95.0]
     assert tail.read() == []
+
+
+def test_checkpoint_files_are_judged_once_spark_retains_its_batches():
+    # the files grow by design until the offsets log holds RETAINED_BATCHES (Spark's retention)
+    files = [Sample(60.0 * i, "w", "a/checkpoint", "files", min(40 * i, 410) + (i % 2)) for i in range(16)]
+    offsets = [Sample(60.0 * i, "w", "a/checkpoint", "offset_files", min(10 * i, RETAINED_BATCHES))
+               for i in range(16)]
+    (v,) = judge(files + offsets, 120.0)
+    assert v.judged and v.ok and v.points == 6 and v.first_max == 411
+    (never,) = judge(files + [Sample(s.t_s, s.wall, s.subject, s.metric, 50) for s in offsets], 120.0)
+    assert not never.judged and never.ok
+    leaking = [Sample(s.t_s, s.wall, s.subject, s.metric, s.value + (30 * i if i >= 10 else 0))
+               for i, s in enumerate(files)]
+    (bad,) = judge(leaking + offsets, 120.0)
+    assert bad.judged and not bad.ok
