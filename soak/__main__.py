@@ -15,6 +15,7 @@ Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -29,16 +30,16 @@ from chaos.traffic import java_missing
 from soak.probe import Sampler
 from soak.rules import default_warmup_s, judge, read_rows, series_table, summary
 
-#: a restarted member's first batch: Spark took 250 s to start one at load 60 on 2 cores (the chaos
-#: suite's 240 s bound failed there); a slow start is the machine's, a member never reading is not
-RESTART_READING_S = 900.0
+#: a (re)started member's first batch: Spark took 250 s to start one at load 60 on 2 cores (the
+#: chaos suite's 240 s bound failed there); a slow start is the machine's, a member never reading is not
+READING_S = 900.0
 
 
 def member_kill9(r: Run, name: str) -> None:
     """kill -9 of the member's process tree and its restart from its checkpoint (as driver_kill9)."""
     r.kill9(r.members[name])
     r.sleep(2)
-    r.wait_reading(r.start(name), timeout=RESTART_READING_S)
+    r.wait_reading(r.start(name), timeout=READING_S)
 
 
 #: the faults in turn: name -> what it does to the run (the k-th member fault hits "a" or "b")
@@ -107,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         r.produce(rate=args.rate, seconds=args.minutes * 60 + 3600)
         a, b = r.start("a"), r.start("b")
         r.plain_member("c")
-        r.wait_reading(a)
-        r.wait_reading(b)
+        r.wait_reading(a, timeout=READING_S)
+        r.wait_reading(b, timeout=READING_S)
         sampler.start()
         start = time.monotonic()
         r.event(f"soak: every member reads; {args.minutes:g} min from now")
@@ -123,13 +124,11 @@ def main(argv: list[str] | None = None) -> int:
                 done.append(name)
                 next_fault += 60 * args.fault_every
             time.sleep(1)
-    except Exception as exc:  # noqa: BLE001 - reported in the verdict
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported in the verdict; finish stops everything
         error = exc
-    finally:
-        try:
+    if sampler.started:
+        with contextlib.suppress(Exception):  # the rounds already written are judged
             sampler.sample_once()
-        except Exception:  # noqa: BLE001 - the rounds already written are judged
-            pass
         sampler.close()
     row = r.finish(args.quiet_timeout, error)
     verdicts = judge(read_rows(csv_path), warmup_s)

@@ -131,6 +131,10 @@ class Sampler:
         with open(csv_path, "w", newline="") as f:
             write_rows(f, [], header=True)
 
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
     def start(self) -> Sampler:
         self._thread.start()
         return self
