@@ -47,6 +47,7 @@ bench:
 	$(PY) bench/steady_state.py --sizes 100 --codecs none --n 1000000 --partitions 64 --max-offsets-per-trigger 256000 --sustained-s 0
 	$(PY) bench/steady_state.py --sizes 100 --codecs none,lz4,zstd --n 2000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
 	$(PY) bench/steady_state.py --sizes 1000,10000 --codecs none,lz4,zstd --n 13000000 --max-offsets-per-trigger 0 --sustained-s 0 --readers spark,groupkafka,groupkafka-packed,floor,direct
+	$(PY) bench/registry_decode.py
 
 # One query on 10,000 partitions of one topic at 300 records/s (issue 54): planning per trigger,
 # the group commit's size, the checkpoint's offset files and their growth over 20 triggers
