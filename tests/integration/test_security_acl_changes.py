@@ -14,6 +14,7 @@ lost) and the group's committed offsets reach the log end.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ import pytest
 from secure_kafka import PASSWORDS, SecureKafka, jaas, start_or_skip
 from test_stream_support import produce, stop
 
-from helpers import committed_offsets, wait_until
+from helpers import committed_offsets, kafka_rebalance_reasons, wait_until
 from spark_groupsource.config import fetcher_config, parse_stream_options
 from spark_groupsource.errors import AuthorizationError
 from spark_groupsource.executor import native
@@ -47,6 +48,9 @@ CONSUMER_PROTOCOL = {"kafka.group.protocol": "consumer"}
 #: PLAIN): the broker closes a connection whose session outlived it without re-authenticating
 REAUTH_MS = 10_000
 REAUTH = {"listener.name.sasl.scram-sha-512.connections.max.reauth.ms": str(REAUTH_MS)}
+#: How long the SCRAM stream runs under it: three periods in CI; issue 54 asks for a 5-minute
+#: run, made by hand with GROUPKAFKA_REAUTH_STREAM_S=300 (docs/security.md has the result)
+REAUTH_STREAM_S = float(os.environ.get("GROUPKAFKA_REAUTH_STREAM_S", 3 * REAUTH_MS / 1000))
 
 
 @pytest.fixture(scope="module")
@@ -340,8 +344,9 @@ def test_kafka_python_re_authenticates_before_connections_max_reauth_ms(secure):
 
 def test_scram_reauthentication_then_a_rotated_password(spark, secure, unique_name, tmp_path):
     """A stream logged in with SCRAM-SHA-512 runs through three re-authentication periods of the
-    broker with no failure and reads every record written meanwhile, once (its member's, reader's
-    and fetchers' connections log in again; none is dropped for an expired session). Then the
+    broker (``REAUTH_STREAM_S``) with no failure and no rebalance (the coordinator's log) and
+    reads every record written meanwhile, once (its member's, reader's and fetchers'
+    connections log in again; none is dropped for an expired session). Then the
     user's password is rotated: the next login (the next re-authentication, at most a period
     later) is refused and the query fails naming the user, nothing else."""
     topic, group = unique_name("scram"), unique_name("g")
@@ -354,7 +359,7 @@ def test_scram_reauthentication_then_a_rotated_password(spark, secure, unique_na
     rotated = False
     try:
         assert sink.first_done.wait(60), "no first batch"
-        until = time.monotonic() + 3 * REAUTH_MS / 1000
+        until = time.monotonic() + REAUTH_STREAM_S
         while time.monotonic() < until:
             records += produce(secure.admin_bootstrap, topic, 2, PARTS, start=len(records))
             assert query.exception() is None, str(query.exception())[-3000:]
@@ -364,6 +369,8 @@ def test_scram_reauthentication_then_a_rotated_password(spark, secure, unique_na
                    message="every record read")
         assert query.exception() is None, str(query.exception())[-3000:]
         assert sorted(sink.rows) == sorted(want), "a record read twice or a foreign one"
+        rebalances = kafka_rebalance_reasons(secure.cluster, group)
+        assert len(rebalances) == 1, f"the member rebalanced during re-authentication: {rebalances}"
 
         secure.set_scram_password(USER, "SCRAM-SHA-512", "rotated-Pw-5150")
         rotated = True
