@@ -8,6 +8,7 @@ offsets never back, duplicates within the promise, committed = log end) and the 
 
     python -m soak --minutes 15                              # make soak
     python -m soak --minutes 120 --kafka-home ../shared/kafka-latest   # the long run, by hand
+    python -m soak --minutes 15 --judge RUN/soak/samples.csv          # the series rules again
 
 Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments.
 """
@@ -64,6 +65,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    "of the run, 2 to 15 minutes)")
     p.add_argument("--kafka-home", metavar="DIR", help="the Apache Kafka installation (default: as make chaos-kafka)")
     p.add_argument("--workdir", help="where the run's directory goes (default: a new temp dir)")
+    p.add_argument("--judge", metavar="CSV", help="judge a run's samples.csv again (the series rules only: the "
+                   "chaos row is in its verdict.json) and exit; --minutes or --warmup as in that run")
     p.add_argument("--quiet-timeout", type=float, default=300.0,
                    help="seconds to wait after production for the commits to reach the log end")
     return p.parse_args(argv)
@@ -76,6 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not faults:
         print(f"--faults: unknown {unknown} (known: {', '.join(FAULTS)})", file=sys.stderr)
         return 2
+    warmup_s = 60.0 * args.warmup if args.warmup is not None else default_warmup_s(args.minutes)
+    if args.judge:
+        verdicts = judge(read_rows(args.judge), warmup_s)
+        print(series_table(verdicts))
+        failed = [v for v in verdicts if v.judged and not v.ok]
+        print(f"\nseries rules (warm-up {warmup_s / 60:g} min): "
+              + ("held" if not failed else "FAILED: " + "; ".join(f"{v.subject} {v.metric}: {v.what}" for v in failed)))
+        return 1 if failed else 0
     from chaos.__main__ import use_kafka_home
     from spark_groupsource.devbroker import DevBrokerError, kafka_missing
 
@@ -93,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
 
         label = check().removeprefix("kafka: OK ")
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-soak-")
-    warmup_s = 60.0 * args.warmup if args.warmup is not None else default_warmup_s(args.minutes)
     print(f"soak: {args.minutes:g} min, a fault every {args.fault_every:g} min ({', '.join(faults)}), "
           f"{args.rate:g} records/s, {label}, 3 nodes; started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}",
           flush=True)

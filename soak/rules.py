@@ -123,9 +123,10 @@ class SeriesVerdict:
     def what(self) -> str:
         if not self.judged:
             return f"not judged ({self.points} samples after warm-up, {MIN_POINTS} needed)"
+        op = "<=" if self.ok else ">"
         if self.rule == "flat":
-            return f"last-half max {self.last_max:g} <= first-half max {self.first_max:g} + {self.bound:g}"
-        return f"slope {self.slope:+.1f} MB/h <= {self.bound:g} MB/h"
+            return f"last-half max {self.last_max:g} {op} first-half max {self.first_max:g} + {self.bound:g}"
+        return f"slope {self.slope:+.1f} MB/h {op} {self.bound:g} MB/h"
 
 
 def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]], warmup_s: float) -> SeriesVerdict | None:
