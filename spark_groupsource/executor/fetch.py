@@ -689,9 +689,11 @@ class _RangeReader:
     def _on_quiet(self, stalled_s: float = 0.0) -> None:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         key = (self.rng.topic, self.rng.partition)
-        asked, asked_wall = time.monotonic(), time.time()
-        silent_since = self.silence.since() if self.outage_timeout_s is not None else None
-        known_down = silent_since is not None and asked_wall - silent_since >= self.outage_timeout_s
+        # monotonic throughout (the host's record too): a wall clock stepped during the watermark
+        # query must not move the outage bound (chaos clock_jumps, issue 53)
+        asked = time.monotonic()
+        silent_since = self.silence.since_monotonic() if self.outage_timeout_s is not None else None
+        known_down = silent_since is not None and asked - silent_since >= self.outage_timeout_s
         wm = self._watermarks(_KNOWN_DOWN_WATERMARK_TIMEOUT_S if known_down else _WATERMARK_TIMEOUT_S)
         if wm is not None:
             _UNREACHABLE.pop(key, None)
@@ -702,8 +704,8 @@ class _RangeReader:
             now = time.monotonic()
             since = _UNREACHABLE.setdefault(key, asked - stalled_s)  # stalled_s: as of ``asked``
             # the host's record: since when no task here got any answer from this cluster
-            begun = self.silence.silent(asked_wall - (asked - since))
-            stalled_s = max(stalled_s, now - since, time.time() - begun if known_down else 0.0)
+            begun = self.silence.silent_monotonic(since)
+            stalled_s = max(stalled_s, now - since, now - begun if known_down else 0.0)
             if self.outage_timeout_s is not None and stalled_s >= self.outage_timeout_s:
                 # the driver gives the same bound to offsets it cannot read; without it a task
                 # waited pollTimeoutMs per attempt while the whole cluster was down (measured:

@@ -12,9 +12,10 @@ silent past the bound, the next task's first check is short and fails at once.
 The record is kept on the monotonic clock (CLOCK_MONOTONIC, one clock for every process of the
 host since its boot), never on file times or ``time.time()``: a wall clock stepped back by
 minutes (NTP, a VM resumed) made a fresh record look stale or a stale one fresh, and a step
-forward made a short silence look past the bound (issue 53). The interface speaks wall-clock
-seconds (the callers' outage bookkeeping, spark_groupsource/executor/fetch.py); each call
-converts at the instant it is made, so only differences of one clock ever meet.
+forward made a short silence look past the bound (issue 53). Its callers (the outage
+bookkeeping of spark_groupsource/executor/fetch.py) keep their own times on that clock too: a
+wall clock converted back and forth around a watermark query moved the bound by any step made
+during it.
 """
 
 from __future__ import annotations
@@ -49,20 +50,9 @@ class ClusterSilence:
             return None
         return begun
 
-    def since(self) -> float | None:
-        """:meth:`since_monotonic` as a wall-clock time of now (see the module's docstring)."""
-        begun = self.since_monotonic()
-        return None if begun is None else time.time() - (time.monotonic() - begun)
-
-    def silent(self, since: float) -> float:
-        """Record that nothing answered since ``since`` (wall clock; the earlier record wins
-        while fresh); return the time the silence began (wall clock)."""
-        now_wall, now = time.time(), time.monotonic()
-        begun = self.silent_monotonic(now - (now_wall - since))
-        return now_wall - (now - begun)
-
     def silent_monotonic(self, since: float) -> float:
-        """:meth:`silent` on the monotonic clock."""
+        """Record that nothing answered since ``since`` (monotonic; the earlier record wins
+        while fresh); return the time the silence began."""
         known = self.since_monotonic()
         begun = since if known is None else min(known, since)
         with contextlib.suppress(OSError):

@@ -16,19 +16,12 @@ def test_the_earliest_silence_wins_until_an_answer_clears_it(tmp_path):
     a = ClusterSilence("h1:9092,h2:9092", str(tmp_path))
     b = ClusterSilence("h1:9092,h2:9092", str(tmp_path))  # another worker, same cluster
     other = ClusterSilence("h3:9092", str(tmp_path))
-    assert a.since() is None
+    assert a.since_monotonic() is None
     assert a.silent_monotonic(now - 30) == now - 30
     assert b.since_monotonic() == now - 30 and b.silent_monotonic(now - 20) == now - 30
-    assert other.since() is None
+    assert other.since_monotonic() is None
     b.answered()
-    assert a.since() is None and a.silent_monotonic(now - 10) == now - 10
-
-
-def test_the_wall_clock_interface_converts_at_each_call(tmp_path):
-    s = ClusterSilence("h1:9092", str(tmp_path))
-    wall = time.time() - 30
-    assert s.silent(wall) == pytest.approx(wall, abs=0.05)
-    assert s.since() == pytest.approx(wall, abs=0.05)
+    assert a.since_monotonic() is None and a.silent_monotonic(now - 10) == now - 10
 
 
 def test_a_record_nobody_refreshed_is_stale(tmp_path, monkeypatch):
@@ -51,8 +44,6 @@ def test_a_stepped_wall_clock_changes_nothing(tmp_path, monkeypatch, step_s):
     monkeypatch.setattr(silence_mod.time, "time", lambda: real() + step_s)
     assert s.since_monotonic() == began
     assert time.monotonic() - s.since_monotonic() == pytest.approx(12, abs=0.5)
-    # what fetch.py computes: wall now - since(), the silence's length
-    assert silence_mod.time.time() - s.since() == pytest.approx(12, abs=0.5)
 
 
 def test_a_record_of_another_format_is_no_record(tmp_path):
@@ -60,4 +51,4 @@ def test_a_record_of_another_format_is_no_record(tmp_path):
     s.silent_monotonic(time.monotonic())
     path = next(p for p in tmp_path.iterdir())
     path.write_text("1796160000.5")  # the old format: one wall-clock time
-    assert s.since() is None
+    assert s.since_monotonic() is None
