@@ -77,7 +77,7 @@ _UNREACHABLE: dict[tuple[str, int], float] = {}
 #: silent past brokerOutageTimeoutMs: a broker that is up answers well within it.
 _KNOWN_DOWN_WATERMARK_TIMEOUT_S = 2.0
 #: Time without progress, records waiting at ``next`` or no watermarks, after which a fresh
-#: client is asked once per range whether the partition is refused to us (:mod:`.refusal_probe`),
+#: client is asked once per topic and task whether the partition is refused to us (:mod:`.refusal_probe`),
 #: and how long it may take.
 _PROBE_AFTER_S = 2.0
 _PROBE_TIMEOUT_S = 3.0
@@ -219,6 +219,7 @@ def read_partition(
     kind = fetcher_kind(config, fetcher, include_headers)
     consumer = _POOL.acquire(config, kind)
     ahead = _Ahead(consumer, ranges, config) if isinstance(consumer, NativeConsumer) else None
+    probed: set[str] = set()  # topics a refusal probe has asked about in this task: once each
     healthy = False
     try:
         for i, rng in enumerate(ranges):
@@ -237,6 +238,7 @@ def read_partition(
                 refusals=RefusalWatch(security, str(config.get("bootstrap.servers", "")), "librdkafka"),
                 cluster=str(config.get("bootstrap.servers", "")),
                 probe_config=config,
+                probed=probed,
             )
             nbytes = 0
             for batch in reader.run():
@@ -440,6 +442,7 @@ class _RangeReader:
         cluster: str = "",
         max_bytes_per_batch: int | None = None,
         probe_config: dict[str, Any] | None = None,
+        probed: set[str] | None = None,
     ):
         self.consumer = consumer
         self.probe_config = probe_config  # None: no refusal probe (carries secrets: never logged)
@@ -462,7 +465,7 @@ class _RangeReader:
         self.done = False
         self.resets = 0
         self.check_first_gap = True
-        self.probed = False
+        self.probed = probed if probed is not None else set()  # topics probed in this task
         self.native = isinstance(consumer, NativeConsumer)
         # the pure-Python path's pending records (the native path keeps them in C)
         self.pending: list[Any] = []
@@ -724,13 +727,13 @@ class _RangeReader:
             self._ends_before(wm)
 
     def _probe_refusal(self, stalled_s: float) -> None:
-        """Records wait at ``next`` (or no watermarks came) and none arrives: once per range,
-        ask a fresh client whether the topic's READ was revoked, which this fetcher may never be
+        """Records wait at ``next`` (or no watermarks came) and none arrives: once per topic and
+        task, ask a fresh client whether the topic's READ was revoked, which this fetcher may never be
         told (:mod:`.refusal_probe`)."""
-        if self.probed or self.probe_config is None or stalled_s < _PROBE_AFTER_S:
-            return
-        self.probed = True
         rng = self.rng
+        if rng.topic in self.probed or self.probe_config is None or stalled_s < _PROBE_AFTER_S:
+            return
+        self.probed.add(rng.topic)
         refused = refused_fetch(self.probe_config, rng.topic, rng.partition, self.next, _PROBE_TIMEOUT_S)
         if refused is not None:
             raise authorization_error(self.refusals.security, "Topic", rng.topic, "READ (Fetch)",
