@@ -66,6 +66,9 @@ class ColumnDecoder:
         self.arrow_type = arrow_type
         self.permissive = permissive
         self.bad_records = 0
+        # the last writer schema looked up: a batch is mostly one id, and the worker's shared
+        # cache costs a lock and its LRU bookkeeping per record (bench/registry_decode.py profile)
+        self._last: tuple[int, str, Any] | None = None
 
     # -- what a format provides -------------------------------------------------------------
     def payload(self, schema_id: int, data: bytes) -> Any:
@@ -79,10 +82,15 @@ class ColumnDecoder:
     # -- shared ------------------------------------------------------------------------------
     def writer(self, schema_id: int, parse: Callable[[str], Any], kind: str = "AVRO") -> Any:
         """Schema ``schema_id`` parsed, from this worker's cache (fetched once per id)."""
+        last = self._last
+        if last is not None and last[0] == schema_id and last[1] == kind:
+            return last[2]
         if self.registry is None:
             raise BadRecord(f"schema id {schema_id}: no schemaRegistry.url to look it up")
         try:
-            return WRITERS.get(self.registry, schema_id, parse, kind)
+            writer = WRITERS.get(self.registry, schema_id, parse, kind)
+            self._last = (schema_id, kind, writer)
+            return writer
         except SchemaNotFoundError:
             raise BadRecord(f"unknown schema id {schema_id}: the Schema Registry at {self.registry.url} "
                             "has none") from None
