@@ -196,7 +196,10 @@ SPARK_GROUP = "spark"
 #: the main group: the differential suite against Spark's source and the Schema Registry tests
 #: (about a quarter of the Spark tests' time, self-contained). Each worker has its own session.
 SECOND_SPARK_GROUP = "spark-2"
-SECOND_SPARK_MODULES = ("tests/integration/test_conformance_", "tests/integration/test_registry_")
+SECOND_SPARK_MODULES = ("tests/integration/test_conformance_", "tests/integration/test_registry_",
+                        # the Java client's ports and the crowded group (~15 minutes together):
+                        # the first group alone held CI's critical path
+                        "tests/integration/test_java_suite_ports.py", "tests/integration/test_crowded_group.py")
 
 
 def _xdist_group(item: pytest.Item, names: set[str]) -> str:

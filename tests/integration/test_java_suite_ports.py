@@ -18,6 +18,7 @@ assignment with seeks (``testSeekAndCommitWithBrokerFailures``), ``close()`` tim
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections import Counter
@@ -736,6 +737,10 @@ class _Group:
             self.watch.stop()
 
 
+#: runs the classic clean bounce too (skipped otherwise: CI's time)
+SLOW_BOUNCE_ENV = "GROUPKAFKA_SLOW_BOUNCE"
+
+
 @pytest.mark.parametrize("protocol,shutdown", [(p, s) for p in PROTOCOLS for s in ("clean", "hard")])
 def test_java_consumers_bounce_beside_a_query(spark, kafka_broker, java, unique_name, tmp_path, protocol, shutdown):
     """Ports consumer_test.py ``test_consumer_bounce`` (bounce_mode rolling and all, both
@@ -752,6 +757,10 @@ def test_java_consumers_bounce_beside_a_query(spark, kafka_broker, java, unique_
     beyond what a failed Java commit allows; hard, duplicates only among what a killed member
     had read and not committed; nothing lost; commits reach the log end and never move back; the
     query, which stays, reads no record twice and keeps a share of the partitions throughout."""
+    if protocol == "classic" and shutdown == "clean" and not os.environ.get(SLOW_BOUNCE_ENV):
+        # 221-274 s where the hard bounce takes 62-74 s (each clean bounce 34-50 s, not yet
+        # explained: docs/conformance.md), past what CI's 45 minutes can hold
+        pytest.skip(f"the classic clean bounce takes ~4 minutes: set {SLOW_BOUNCE_ENV}=1 to run it")
     hard = shutdown == "hard"
     g = _Group(spark, kafka_broker, java, unique_name, str(tmp_path / "ck"), protocol, {"java-a": {}, "java-b": {}})
     try:
