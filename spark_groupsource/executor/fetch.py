@@ -47,7 +47,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from spark_groupsource.config.access import RefusalWatch, authorization_error
 from spark_groupsource.config.client_configs import PREFETCH_KBYTES, PREFETCH_KBYTES_KEY
 from spark_groupsource.config.security import SecurityConfig
-from spark_groupsource.errors import BrokerError, DataLossError, OptionError
+from spark_groupsource.errors import AuthorizationError, BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
 from spark_groupsource.executor.heap import freeze_once, freeze_settled
 from spark_groupsource.executor.native import NativeConsumer
@@ -639,8 +639,7 @@ class _RangeReader:
         if err.fatal():
             raise BrokerError(f"fatal Kafka client error while reading {rng}: {err.str()}")
         if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise authorization_error(self.refusals.security, "Topic", rng.topic, "READ (Fetch)",
-                                      self.refusals.bootstrap, err.str())
+            raise self._denied(err.str())
         # a refused login or TLS handshake: librdkafka would reconnect until poll_timeout_ms
         self.refusals.observe(f"{err.name()}: {err.str()}")
         self.refusals.raise_if_refused()
@@ -736,8 +735,12 @@ class _RangeReader:
         self.probed.add(rng.topic)
         refused = refused_fetch(self.probe_config, rng.topic, rng.partition, self.next, _PROBE_TIMEOUT_S)
         if refused is not None:
-            raise authorization_error(self.refusals.security, "Topic", rng.topic, "READ (Fetch)",
-                                      self.refusals.bootstrap, refused)
+            raise self._denied(refused)
+
+    def _denied(self, detail: str) -> AuthorizationError:
+        """The task's error for a topic whose READ the broker refuses us (whoever found out)."""
+        return authorization_error(self.refusals.security, "Topic", self.rng.topic, "READ (Fetch)",
+                                   self.refusals.bootstrap, detail)
 
     def _on_timeout(self) -> None:
         wm = self._watermarks()
@@ -803,8 +806,7 @@ class _RangeReader:
         except KafkaException as exc:
             err = exc.args[0]
             if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                raise authorization_error(self.refusals.security, "Topic", self.rng.topic, "READ (Fetch)",
-                                          self.refusals.bootstrap, f"ListOffsets refused: {err.str()}") from None
+                raise self._denied(f"ListOffsets refused: {err.str()}") from None
             log.debug("watermark query for %s failed: %s", self.rng, exc)
             return None
 
