@@ -1,6 +1,6 @@
 """The soak's plot from its CSV: ``python -m soak.plot samples.csv [-o soak.png]``.
 
-Panels: RSS, open files and threads per process role, the checkpoints, trigger p99 and the
+Panels: RSS, the driver JVMs' live heap, open files and threads per process role, the checkpoints, trigger p99 and the
 group's lag, over minutes since the run started; faults as vertical lines."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from soak.rules import read_rows, series
 
 PANELS = (  # (title, metric, subject filter)
     ("RSS (MB)", "rss_mb", None),
+    ("driver JVM heap after a full GC (MB)", "live_heap_mb", None),
     ("open files", "fds", None),
     ("threads", "threads", None),
     ("checkpoint files", "files", "checkpoint"),

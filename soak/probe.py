@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -42,6 +45,34 @@ def proc_stats(pid: int) -> ProcStats | None:
     except OSError:
         return None
     return ProcStats(rss, fds, threads)
+
+
+_HEAP_USED = re.compile(r"^\s*\S.*\bheap\s+total\s+\d+K,\s+used\s+(\d+)K", re.MULTILINE)
+
+
+def parse_heap_info(text: str) -> float | None:
+    """The heap in use, in MB, from ``jcmd PID GC.heap_info`` (its first "... heap total NK, used
+    NK" line: G1's "garbage-first heap", or any other collector's); None when absent."""
+    m = _HEAP_USED.search(text)
+    return int(m.group(1)) / 1024.0 if m else None
+
+
+def jvm_live_heap_mb(pid: int, timeout: float = 30.0) -> float | None:
+    """The JVM's heap in use right after a full GC (``jcmd GC.run``, then ``GC.heap_info``): its
+    live set. RSS alone cannot tell a leak from G1 growing its committed heap towards -Xmx; the
+    full GC once a minute also lets G1 give unused heap back, so RSS follows the live set too.
+    None without jcmd or when the JVM does not answer."""
+    jcmd = shutil.which("jcmd") or (os.path.join(os.environ["JAVA_HOME"], "bin", "jcmd")
+                                    if os.environ.get("JAVA_HOME") else None)
+    if not jcmd:
+        return None
+    try:
+        subprocess.run([jcmd, str(pid), "GC.run"], capture_output=True, timeout=timeout, check=True)
+        out = subprocess.run([jcmd, str(pid), "GC.heap_info"], capture_output=True, text=True,
+                             timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_heap_info(out)
 
 
 def _parent(pid: int) -> int:
@@ -161,6 +192,11 @@ class Sampler:
                     out.append(self._sample(f"{m.owner}/{role}", "count", len(stats)))
                 if not stats:
                     continue
+                if role == "driver_jvm":  # first: the full GC it runs lets G1 give heap back before RSS is read
+                    live = [h for h in (jvm_live_heap_mb(p) for p in pids) if h is not None]
+                    if live:
+                        out.append(self._sample(f"{m.owner}/{role}", "live_heap_mb", sum(live)))
+                    stats = [s for s in (proc_stats(p) for p in pids) if s is not None]
                 out += [self._sample(f"{m.owner}/{role}", "rss_mb", sum(s.rss_mb for s in stats)),
                         self._sample(f"{m.owner}/{role}", "fds", sum(s.fds for s in stats)),
                         self._sample(f"{m.owner}/{role}", "threads", sum(s.threads for s in stats))]

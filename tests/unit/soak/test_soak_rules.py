@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from soak.probe import ProgressTail, parse_status
+from soak.probe import ProgressTail, parse_heap_info, parse_status
 from soak.rules import (
     MIN_POINTS,
     RETAINED_BATCHES,
@@ -89,6 +89,26 @@ def test_rss_slope_bounds_by_role():
     assert not v.ok and v.slope == pytest.approx(12.0) and v.bound == 10.0
     # a drop (a restart of a worker) does not make a leak pass or fail by itself: the slope decides
     assert judge_series("a-1/workers", "rss_mb", _minutes([80, 80, 80, 40, 40, 40]), 0).ok
+
+
+def test_the_driver_jvms_live_heap_has_its_own_slope_bound():
+    # a heap that G1 grows towards -Xmx shows in RSS; only the live set after a full GC is a leak
+    flat = _minutes([180 + (i % 3) for i in range(30)])
+    growing = _minutes([180 + i for i in range(30)])  # +60 MB/h
+    assert judge_series("a-1/driver_jvm", "live_heap_mb", flat, 0).ok
+    v = judge_series("a-1/driver_jvm", "live_heap_mb", growing, 0)
+    assert v.judged and not v.ok and v.bound == 20.0
+    assert judge_series("a-1/runner", "live_heap_mb", growing, 0) is None
+
+
+def test_parse_heap_info():
+    g1 = (" garbage-first heap   total 172032K, used 46464K [0x00000000e0000000, 0x0000000100000000)\n"
+          "  region size 1024K, 2 young (2048K), 1 survivors (1024K)\n"
+          " Metaspace       used 45994K, committed 46976K, reserved 1114112K\n")
+    assert parse_heap_info(g1) == pytest.approx(46464 / 1024)
+    parallel = " PSYoungGen      total 76288K, used 3932K [0x...)\n ParOldGen       total 175104K, used 0K\n"
+    assert parse_heap_info(parallel) is None
+    assert parse_heap_info("12345:\nAttach failed\n") is None
 
 
 def test_short_series_are_reported_not_judged():
