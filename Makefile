@@ -16,6 +16,7 @@ setup:
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,demo]"
 	# the native fetch path (setup.py builds it; optional for pip, required here)
 	$(PY) -c "from spark_groupsource.executor import native; r = native.unavailable_reason(); assert r is None, r"
+	$(PY) -c "from spark_groupsource.decode import avro_native; r = avro_native.unavailable_reason(); assert r is None, r"
 	# bytecode in pyspark.zip: Spark's Python workers start in a third of the CPU (see the script)
 	$(PY) conf/precompile_pyspark.py
 	# kafka is optional: without ../shared/kafka (or GROUPKAFKA_KAFKA_HOME) its tests skip

@@ -8,6 +8,7 @@
 - :mod:`.protobuf_types` Protobuf descriptor -> Spark type and message -> Arrow value, pure
 - :mod:`.wire`         executors: the wire-format header, bad records, the per-batch loop
 - :mod:`.avro_decode`  executors: Avro payloads (fastavro, schema resolution)
+- :mod:`.avro_native`  executors: a flat Avro record straight into Arrow buffers (_avro_arrow.c)
 - :mod:`.json_decode`  executors: JSON payloads (validated with jsonschema)
 - :mod:`.protobuf_decode` executors: Protobuf payloads (message indexes, dynamic messages)
 - :mod:`.pin`          the reader schema ids kept in the stream offsets (restart = same schema)

@@ -52,6 +52,9 @@ class AvroColumnDecoder(ColumnDecoder):
         self.reader = _parse(reader_text)
         self.reader_id = reader_id
         self.shape: Callable[[Any], Any] | None = shaper(self.reader_json)
+        from spark_groupsource.decode import avro_native
+
+        self.native = avro_native.plan(self.reader_json, arrow_type)
         from fastavro import schemaless_reader
 
         self._read = schemaless_reader
@@ -99,6 +102,12 @@ class AvroColumnDecoder(ColumnDecoder):
         except BadRecord:
             return None
         reader = None if schema_id == self.reader_id or writer == self.reader else self.reader
+        if reader is None and self.native is not None:
+            from spark_groupsource.decode import avro_native
+
+            column = avro_native.decode(self.native, data, head)
+            if column is not None:
+                return column
         read = self._read
         try:
             out = [None if p is None else read(io.BytesIO(p), writer, reader, return_named_type=True,
