@@ -5,13 +5,13 @@ on every fetched batch) an Arrow binary column of N Confluent wire-format record
 schema id, the Avro datum) of bench/registry_decode.py's 10-field ``Order``, and next to it what
 the pandas UDF of bench/registry_decode.py costs in its Python worker for the same records:
 Spark's Arrow column to pandas, the UDF body (header stripped, fastavro ``schemaless_reader``
-per record, ``pd.DataFrame``), the result back to an Arrow struct as Spark's serializer builds
+per record, resolving an older writer schema to the latest, ``pd.DataFrame``), the result back to an Arrow struct as Spark's serializer builds
 it (``pa.Array.from_pandas`` per field, ``StructArray.from_arrays``).
 
 The writer schema is the reader schema (the registry's latest, as the bench's records are):
-no resolution; ``--evolved`` decodes records written with an older schema (one field fewer),
-so every record goes through fastavro's schema resolution. The writer schema's one registry
-look-up is answered from memory (:class:`_Schemas`): the registry is not what is measured.
+no resolution; ``--evolved`` decodes records written with an older schema (without the
+nullable ``note``), so every record goes through fastavro's schema resolution. The writer
+schema's one registry look-up is answered from memory (:class:`_Schemas`): the registry is not what is measured.
 
 Per variant and payload size: ``--rounds`` rounds, each decoding the N records once, the
 variants interleaved in every round (the order flipping), median of the rounds:
@@ -49,8 +49,8 @@ import pyarrow as pa  # noqa: E402
 from registry_decode import ORDER, order  # noqa: E402
 
 SCHEMA_ID = 7
-OLD_ID = 6  # --evolved: the records' writer schema, ORDER without its last field
-OLD = {**ORDER, "fields": ORDER["fields"][:-1]}
+OLD_ID = 6  # --evolved: the records' writer schema, ORDER before its nullable "note" was added
+OLD = {**ORDER, "fields": [f for f in ORDER["fields"] if f["name"] != "note"]}
 TOPIC, PARTITION = "micro", 0
 
 
@@ -107,6 +107,7 @@ def udf_variant(typ: pa.DataType) -> Callable[[pa.Array], pa.Array]:
     names = [f.name for f in fields]
     schemas: dict[int, object] = {}
     text = _Schemas()
+    reader = fastavro.parse_schema(ORDER)
 
     def run(col: pa.Array) -> pa.Array:
         values = col.to_pandas()  # Spark's ArrowStreamPandasUDFSerializer: arrow_to_pandas
@@ -118,18 +119,24 @@ def udf_variant(typ: pa.DataType) -> Callable[[pa.Array], pa.Array]:
             schema = schemas.get(sid)
             if schema is None:
                 schema = schemas[sid] = fastavro.parse_schema(json.loads(text.schema_by_id(sid)))
-            rows.append(fastavro.schemaless_reader(io.BytesIO(v[5:]), schema))
+            # an older writer resolved to the latest (one struct type for every row), as groupkafka does
+            rows.append(fastavro.schemaless_reader(io.BytesIO(v[5:]), schema, None if sid == SCHEMA_ID else reader))
         df = pd.DataFrame(rows, columns=names)
         # ... and the returned frame into Arrow: _create_struct_array -> _create_array per field
-        children = [pa.Array.from_pandas(df[f.name], type=f.type) for f in fields]
-        return pa.StructArray.from_arrays(children, fields=fields)
+        return pa.StructArray.from_arrays([_from_pandas(df[f.name], f.type) for f in fields], fields=fields)
 
     return run
 
 
-def fastavro_only_variant(typ: pa.DataType) -> Callable[[pa.Array], list]:
-    """fastavro per record and nothing else: the floor of any route through fastavro's dicts."""
-    schema = fastavro.parse_schema(ORDER)
+def _from_pandas(series: pd.Series, typ: pa.DataType) -> pa.Array:
+    out = pa.Array.from_pandas(series, type=typ)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out  # an all-null object column
+
+
+def fastavro_only_variant(writer: dict) -> Callable[[pa.Array], list]:
+    """fastavro per record (with the records' writer schema, as the UDF) and nothing else: the
+    floor of any route through fastavro's dicts."""
+    schema = fastavro.parse_schema(writer)
     reader = fastavro.schemaless_reader
 
     def run(col: pa.Array) -> list:
@@ -138,8 +145,8 @@ def fastavro_only_variant(typ: pa.DataType) -> Callable[[pa.Array], list]:
     return run
 
 
-def _dicts(col: pa.Array) -> list:
-    schema = fastavro.parse_schema(ORDER)
+def _dicts(col: pa.Array, writer: dict) -> list:
+    schema = fastavro.parse_schema(writer)
     return [fastavro.schemaless_reader(io.BytesIO(v[5:]), schema) for v in col.to_pylist()]
 
 
@@ -160,16 +167,15 @@ def arrow_variants(typ: pa.DataType) -> dict[str, Callable[[list], pa.Array]]:
 
     def pandas(d: list) -> pa.Array:
         df = pd.DataFrame(d, columns=[f.name for f in fields])
-        return pa.StructArray.from_arrays([pa.Array.from_pandas(df[f.name], type=f.type) for f in fields],
-                                          fields=fields)
+        return pa.StructArray.from_arrays([_from_pandas(df[f.name], f.type) for f in fields], fields=fields)
 
     return {"arrow:columns": columns, "arrow:struct": struct_call, "arrow:from_pylist": from_pylist,
             "arrow:pandas": pandas}
 
 
-def variants(typ: pa.DataType) -> dict[str, Callable]:
+def variants(typ: pa.DataType, evolved: bool) -> dict[str, Callable]:
     out: dict[str, Callable] = {"groupkafka": groupkafka_variant(typ), "udf": udf_variant(typ),
-                                "fastavro-only": fastavro_only_variant(typ)}
+                                "fastavro-only": fastavro_only_variant(OLD if evolved else ORDER)}
     out.update(arrow_variants(typ))
     return out
 
@@ -183,8 +189,8 @@ def _measure(fn: Callable, arg) -> tuple[float, float]:
 def bench(size: int, args, chosen: list[str]) -> list[tuple[str, float, float, float, float]]:
     typ = arrow_type()
     col = records(args.n, size, args.evolved)
-    every = variants(typ)
-    dicts = _dicts(col) if any(v.startswith("arrow:") for v in chosen) else None
+    every = variants(typ, args.evolved)
+    dicts = _dicts(col, OLD if args.evolved else ORDER) if any(v.startswith("arrow:") for v in chosen) else None
     # the two typed routes agree (same struct, field by field) before anything is timed
     a, b = every["groupkafka"](col), every["udf"](col)
     if not a.equals(b):
@@ -236,7 +242,8 @@ def main(argv=None) -> int:
     if args.one:
         typ = arrow_type()
         col = records(args.n, sizes[0], args.evolved)
-        variants(typ)[args.one](_dicts(col) if args.one.startswith("arrow:") else col)
+        writer = OLD if args.evolved else ORDER
+        variants(typ, args.evolved)[args.one](_dicts(col, writer) if args.one.startswith("arrow:") else col)
         return 0
     load = open("/proc/loadavg").read().split()[:3]
     print(f"decode micro-benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, N = {args.n:,}, "
