@@ -54,7 +54,9 @@ class AvroColumnDecoder(ColumnDecoder):
         self.shape: Callable[[Any], Any] | None = shaper(self.reader_json)
         from spark_groupsource.decode import avro_native
 
-        self.native = avro_native.plan(self.reader_json, arrow_type)
+        self.native = avro_native.plan(self.reader, arrow_type)
+        #: per writer schema id: its C decoder program resolved to the reader's (None: fastavro's)
+        self._resolved: dict[int, avro_native.NativePlan | None] = {}
         from fastavro import schemaless_reader
 
         self._read = schemaless_reader
@@ -102,10 +104,16 @@ class AvroColumnDecoder(ColumnDecoder):
         except BadRecord:
             return None
         reader = None if schema_id == self.reader_id or writer == self.reader else self.reader
-        if reader is None and self.native is not None:
+        if self.native is not None:
             from spark_groupsource.decode import avro_native
 
-            column = avro_native.decode(self.native, data, head)
+            if reader is None:
+                program = self.native
+            elif schema_id in self._resolved:
+                program = self._resolved[schema_id]
+            else:  # resolved once per writer schema, not per record
+                program = self._resolved[schema_id] = avro_native.plan(self.reader, self.arrow_type, writer)
+            column = avro_native.decode(program, data, head) if program is not None else None
             if column is not None:
                 return column
         read = self._read

@@ -45,32 +45,89 @@ def unavailable_reason() -> str | None:
 
 @dataclass(frozen=True)
 class NativePlan:
-    """One reader schema compiled for the C decoder: three int64 per field."""
+    """A writer schema compiled for the C decoder (three int64 per writer field), and how its
+    fields become the reader's columns."""
 
     ops: bytes
     arrow_type: pa.StructType
-    symbols: tuple[pa.Array | None, ...]  # an enum field's symbols (a string array), else None
+    writer_types: tuple[pa.DataType, ...]  # the Arrow type each writer field's buffers are
+    symbols: tuple[pa.Array | None, ...]  # per writer field: an enum's symbols (strings), else None
+    columns: tuple[int | None, ...]  # per reader column: its writer field, None: the reader's default
+    defaults: tuple[Any, ...]  # per reader column, where ``columns`` says None
 
 
-def plan(schema: Any, arrow_type: pa.DataType) -> NativePlan | None:
-    """The C decoder's program for a parsed Avro schema (JSON) decoded into ``arrow_type``, or
-    None when it has a field the C decoder does not take (then fastavro decodes every batch)."""
-    if _ext is None or not isinstance(schema, dict) or schema.get("type") not in ("record", "error"):
+def plan(reader: Any, arrow_type: pa.DataType, writer: Any = None) -> NativePlan | None:
+    """The C decoder's program for records written with ``writer`` (None: the reader schema)
+    and read as ``reader`` into ``arrow_type`` (schemas as parsed JSON, or fastavro's parsed
+    form), or None when the C decoder would not give what fastavro's resolution gives (then
+    fastavro decodes those batches). Resolution it takes: fields reordered, writer fields the
+    reader lacks skipped, reader fields the writer lacks filled with a null, boolean, number or
+    string default, an enum read by name; not promotions, aliases, or other defaults."""
+    if _ext is None or not _is_record(reader) or not pa.types.is_struct(arrow_type):
         return None
-    if not pa.types.is_struct(arrow_type) or arrow_type.num_fields != len(schema.get("fields", ())):
+    writer = reader if writer is None else writer
+    if not _is_record(writer) or writer.get("name") != reader.get("name"):
+        return None
+    if arrow_type.num_fields != len(reader["fields"]):
         return None
     ops: list[int] = []
+    writer_types: list[pa.DataType] = []
     symbols: list[pa.Array | None] = []
-    for f, column in zip(schema["fields"], arrow_type, strict=True):
-        kind, null_branch, syms = _field(f.get("type"))
-        if kind is None or column.name != f.get("name") or not _fills(kind, column.type):
+    compiled = {}
+    for f in writer["fields"]:
+        kind, null_branch, enum = _field(f.get("type"))
+        if kind is None:
             return None
-        ops += [kind, null_branch, len(syms or ())]
-        symbols.append(None if syms is None else pa.array(syms, pa.string()))
-    return NativePlan(struct.pack(f"<{len(ops)}q", *ops), arrow_type, tuple(symbols))
+        compiled[f.get("name")] = len(writer_types), kind, null_branch, enum
+        ops += [kind, null_branch, len(enum["symbols"]) if enum else 0]
+        writer_types.append(pa.timestamp("us", tz="UTC") if kind in (_TS_MILLIS, _TS_MICROS) else _ARROW[kind])
+        symbols.append(None if enum is None else pa.array(enum["symbols"], pa.string()))
+    columns: list[int | None] = []
+    defaults: list[Any] = []
+    for f, column in zip(reader["fields"], arrow_type, strict=True):
+        kind, null_branch, enum = _field(f.get("type"))
+        if kind is None or column.name != f.get("name") or f.get("aliases") or not _fills(kind, column.type):
+            return None
+        found = compiled.get(f["name"])
+        if found is None:  # added to the reader: its default on every record
+            default = f.get("default", _NONE)
+            if not (default is None and null_branch >= 0 or _simple_default(kind, default)):
+                return None
+            columns.append(None)
+            defaults.append(default)
+            continue
+        at, w_kind, w_null, w_enum = found
+        if w_kind != kind or (w_null >= 0 and null_branch < 0):
+            return None
+        if enum is not None and (w_enum.get("name") != enum.get("name")
+                                 or not set(w_enum["symbols"]) <= set(enum["symbols"])):
+            return None
+        columns.append(at)
+        defaults.append(None)
+    return NativePlan(struct.pack(f"<{len(ops)}q", *ops), arrow_type, tuple(writer_types), tuple(symbols),
+                      tuple(columns), tuple(defaults))
 
 
-def _field(t: Any) -> tuple[int | None, int, list | None]:
+_NONE = object()
+
+
+def _is_record(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") in ("record", "error") and isinstance(
+        schema.get("fields"), list)
+
+
+def _simple_default(kind: int, default: Any) -> bool:
+    """A default that fastavro hands over as it is and pyarrow takes for the column as it is."""
+    if kind == _BOOL:
+        return isinstance(default, bool)
+    if kind in (_INT, _LONG):
+        return isinstance(default, int) and not isinstance(default, bool)
+    if kind in (_FLOAT, _DOUBLE):
+        return isinstance(default, (int, float)) and not isinstance(default, bool)
+    return kind == _STRING and isinstance(default, str)
+
+
+def _field(t: Any) -> tuple[int | None, int, dict | None]:
     null_branch = -1
     if isinstance(t, list):
         if len(t) != 2 or "null" not in t:
@@ -83,7 +140,7 @@ def _field(t: Any) -> tuple[int | None, int, list | None]:
         return None, -1, None
     kind, logical = t["type"], t.get("logicalType")
     if kind == "enum" and isinstance(t.get("symbols"), list):
-        return _ENUM, null_branch, list(t["symbols"])
+        return _ENUM, null_branch, t
     if logical is None:
         return _PRIMITIVE.get(kind), null_branch, None
     found = {("int", "date"): _DATE, ("long", "timestamp-millis"): _TS_MILLIS,
@@ -109,16 +166,22 @@ def decode(p: NativePlan, data: pa.Array, header: bytes) -> pa.Array | None:
         return None
     valid, nulls, fields = got
     n = len(data)
-    children = []
-    for (fvalid, fnulls, fvalues, foffsets), column, syms in zip(fields, p.arrow_type, p.symbols, strict=True):
+    written = []
+    for (fvalid, fnulls, fvalues, foffsets), typ, syms in zip(fields, p.writer_types, p.symbols, strict=True):
         bitmap = pa.py_buffer(fvalid) if fnulls else None
         if syms is not None:
             index = pa.Array.from_buffers(pa.int32(), n, [bitmap, pa.py_buffer(fvalues)], null_count=fnulls)
-            children.append(syms.take(index))
+            written.append(syms.take(index))
         elif foffsets is not None:
-            children.append(pa.Array.from_buffers(column.type, n, [bitmap, pa.py_buffer(foffsets),
-                                                                   pa.py_buffer(fvalues)], null_count=fnulls))
+            written.append(pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(foffsets), pa.py_buffer(fvalues)],
+                                                 null_count=fnulls))
         else:
-            children.append(pa.Array.from_buffers(column.type, n, [bitmap, pa.py_buffer(fvalues)], null_count=fnulls))
+            written.append(pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(fvalues)], null_count=fnulls))
+    children = []
+    for column, at, default in zip(p.arrow_type, p.columns, p.defaults, strict=True):
+        if at is None:
+            children.append(pa.nulls(n, column.type) if default is None else pa.repeat(pa.scalar(default, column.type), n))
+        else:
+            children.append(written[at] if written[at].type == column.type else written[at].cast(column.type))
     return pa.Array.from_buffers(p.arrow_type, n, [pa.py_buffer(valid) if nulls else None], null_count=nulls,
                                  children=children)

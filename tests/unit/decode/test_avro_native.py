@@ -158,3 +158,50 @@ def test_plans_only_flat_records_it_takes(field):
     assert avro_native.plan(schema, arrow_type(schema)) is None
     assert avro_native.plan(SCHEMA, arrow_type()) is not None
     assert avro_native.plan("long", pa.int64()) is None
+
+
+def _resolved(writer: dict, reader: dict, recs: list[dict]):
+    """(the C decoder's column or None, fastavro's resolution + pa.array) for records written
+    with ``writer`` and read as ``reader``."""
+    typ = arrow_type(reader)
+    w, r = fastavro.parse_schema(writer), fastavro.parse_schema(reader)
+    values = [wire(rec, w) for rec in recs]
+    p = avro_native.plan(r, typ, w)
+    got = None if p is None else avro_native.decode(p, pa.array(values, pa.binary()), HEADER)
+    want = pa.array([fastavro.schemaless_reader(io.BytesIO(v[5:]), w, r) for v in values], type=typ)
+    return got, want
+
+
+def _fields(*names_types) -> dict:
+    return {"type": "record", "name": "R", "fields": [{"name": n, "type": t, **extra} for n, t, extra in names_types]}
+
+
+ENUM = {"type": "enum", "name": "E", "symbols": ["A", "B"]}
+
+
+@pytest.mark.parametrize("writer, reader", [
+    # reordered, a writer field the reader lacks, reader fields the writer lacks with defaults
+    (_fields(("a", "long", {}), ("gone", "string", {}), ("s", "string", {})),
+     _fields(("s", "string", {}), ("a", "long", {}), ("n", ["null", "string"], {"default": None}),
+             ("k", "int", {"default": 7}), ("t", "string", {"default": "x"}), ("d", "double", {"default": 1}))),
+    # a non-null writer field read as nullable; an enum read by name into a reader with more symbols
+    (_fields(("a", "long", {}), ("e", ENUM, {})),
+     _fields(("a", ["null", "long"], {}), ("e", {**ENUM, "symbols": ["B", "A", "C"]}, {}))),
+])
+def test_resolution_same_as_fastavro(writer, reader):
+    recs = [{"a": i, "gone": "g" * i, "s": f"s{i}", "e": "AB"[i % 2]} for i in range(20)]
+    got, want = _resolved(writer, reader, recs)
+    assert got is not None and got.equals(want)
+
+
+@pytest.mark.parametrize("writer, reader", [
+    (_fields(("a", "int", {})), _fields(("a", "long", {}))),  # a promotion: fastavro's
+    (_fields(("a", ["null", "long"], {})), _fields(("a", "long", {}))),  # a null has nowhere to go
+    (_fields(("a", "long", {})), _fields(("a", "long", {}), ("b", "long", {}))),  # no default: fastavro's error
+    (_fields(("e", ENUM, {})), _fields(("e", {**ENUM, "symbols": ["A"]}, {}))),  # a symbol the reader lacks
+    (_fields(("e", ENUM, {})), _fields(("e", {**ENUM, "name": "F"}, {}))),  # another enum
+    (_fields(("a", "long", {})), {**_fields(("a", "long", {})), "name": "Other"}),  # another record
+    (_fields(("a", "long", {})), _fields(("b", "long", {"aliases": ["a"]}))),  # aliases: fastavro's
+])
+def test_resolution_it_leaves_to_fastavro(writer, reader):
+    assert avro_native.plan(fastavro.parse_schema(reader), arrow_type(reader), fastavro.parse_schema(writer)) is None
