@@ -17,8 +17,9 @@ Per variant and payload size: ``--rounds`` rounds, each decoding the N records o
 variants interleaved in every round (the order flipping), median of the rounds:
 records/s (wall) and CPU us per record (``time.process_time``), and the ratio against the
 UDF in the same round (median of the per-round ratios): on a loaded machine the ratio is the
-figure. ``--callgrind`` runs one variant under ``valgrind --tool=callgrind`` at N and 2N and
-prints instructions per record ((I(2N) - I(N)) / N), which do not depend on the load.
+figure. ``--callgrind`` runs the variants in one process under ``valgrind --tool=callgrind``,
+each at N and 2N records, and prints instructions per record ((I(2N) - I(N)) / N), which do
+not depend on the load.
 
     .venv/bin/python bench/decode_micro.py [--sizes 100,1000] [--n 20000] [--rounds 7]
                                            [--variants groupkafka,udf,...] [--evolved]
@@ -28,6 +29,7 @@ prints instructions per record ((I(2N) - I(N)) / N), which do not depend on the 
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import json
 import os
@@ -210,19 +212,44 @@ def bench(size: int, args, chosen: list[str]) -> list[tuple[str, float, float, f
     return out
 
 
-def callgrind(size: int, variant: str, n: int, evolved: bool) -> float:
-    """Instructions per record of ``variant`` at ``size``: (I(2n) - I(n)) / n under callgrind."""
-    counts = []
+def callgrind(size: int, chosen: list[str], n: int, evolved: bool) -> dict[str, float]:
+    """Instructions per record of each variant at ``size``: one process under callgrind runs
+    each at n and at 2n records, ``os.getppid()`` between the phases makes callgrind dump a part
+    (``--dump-before=getppid``); per record (I(2n) - I(n)) / n."""
+    out = f"/tmp/decode-micro-callgrind.{os.getpid()}"
+    cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=getppid",
+           sys.executable, __file__, "--marked", ",".join(chosen), "--sizes", str(size), "--n", str(n)]
+    subprocess.run(cmd + (["--evolved"] if evolved else []), check=True, capture_output=True)
+    parts = []
+    for path in sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
+        with open(path) as f:
+            parts.append(next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:"))))
+        os.unlink(path)
+    for path in glob.glob(out + "*"):
+        os.unlink(path)
+    # part 1: start-up to the first marker; then per variant: the n phase, the 2n phase
+    phases = parts[1:1 + 2 * len(chosen)]
+    if len(phases) != 2 * len(chosen):
+        raise RuntimeError(f"callgrind gave {len(parts)} parts, want at least {1 + 2 * len(chosen)}")
+    return {v: (phases[2 * i + 1] - phases[2 * i]) / n for i, v in enumerate(chosen)}
+
+
+def marked(chosen: list[str], size: int, n: int, evolved: bool) -> None:
+    """callgrind's child: each variant on n then 2n records, a marker before each phase."""
+    typ = arrow_type()
+    every = variants(typ, evolved)
+    inputs = {}
     for count in (n, 2 * n):
-        out = f"/tmp/decode-micro-callgrind.{os.getpid()}.{count}"
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-               "--one", variant, "--sizes", str(size), "--n", str(count)] + (["--evolved"] if evolved else [])
-        subprocess.run(cmd, check=True, capture_output=True)
-        with open(out) as f:
-            total = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
-        os.unlink(out)
-        counts.append(total)
-    return (counts[1] - counts[0]) / n
+        col = records(count, size, evolved)
+        inputs[count] = (col, _dicts(col, OLD if evolved else ORDER))
+    for v in chosen:
+        every[v](inputs[n][0][:10])  # a warm-up (imports, caches) outside the phases
+    for v in chosen:
+        for count in (n, 2 * n):
+            col, dicts = inputs[count]
+            os.getppid()
+            every[v](dicts if v.startswith("arrow:") else col)
+    os.getppid()
 
 
 def main(argv=None) -> int:
@@ -235,15 +262,12 @@ def main(argv=None) -> int:
                          "arrow:pandas (the arrow: ones time only Arrow from already decoded dicts)")
     ap.add_argument("--evolved", action="store_true", help="records written with an older schema (resolution)")
     ap.add_argument("--callgrind", action="store_true", help="instructions per record under valgrind instead")
-    ap.add_argument("--one", help=argparse.SUPPRESS)  # callgrind's child: run one variant once
+    ap.add_argument("--marked", help=argparse.SUPPRESS)  # callgrind's child
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if args.one:
-        typ = arrow_type()
-        col = records(args.n, sizes[0], args.evolved)
-        writer = OLD if args.evolved else ORDER
-        variants(typ, args.evolved)[args.one](_dicts(col, writer) if args.one.startswith("arrow:") else col)
+    if args.marked:
+        marked(args.marked.split(","), sizes[0], args.n, args.evolved)
         return 0
     load = open("/proc/loadavg").read().split()[:3]
     print(f"decode micro-benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, N = {args.n:,}, "
@@ -252,8 +276,10 @@ def main(argv=None) -> int:
         mean = sum(len(v) for v in records(2000, size, args.evolved).to_pylist()) / 2000
         print(f"\n~{size} B ({mean:.0f} B a record with the header)")
         if args.callgrind:
+            counts = callgrind(size, chosen, args.n, args.evolved)
             for v in chosen:
-                print(f"  {v:<20}{callgrind(size, v, args.n, args.evolved):>14,.0f} instructions/record")
+                print(f"  {v:<20}{counts[v]:>14,.0f} instructions/record{counts[v] / counts['udf']:>8.2f}x UDF"
+                      if "udf" in counts else f"  {v:<20}{counts[v]:>14,.0f} instructions/record")
             continue
         print(f"  {'variant':<20}{'rec/s':>12}{'CPU us/rec':>12}{'rate x UDF':>12}{'CPU x UDF':>11}  "
               f"(median of {args.rounds})")
