@@ -21,7 +21,6 @@ not being revoked keep flowing (the protocol is incremental).
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import sys
@@ -56,7 +55,7 @@ from spark_groupsource.group.seam import (
     Snapshot,
     raise_failure,
 )
-from spark_groupsource.group.touch import CoordinatorTouch, LibrdkafkaCoordinator
+from spark_groupsource.group.touch import CoordinatorTouch, LibrdkafkaCoordinator, parse_stats
 
 log = logging.getLogger("spark_groupsource.consumer_member")
 
@@ -483,7 +482,7 @@ class ConsumerProtocolMembership:
 
     def _on_stats(self, raw: str) -> None:
         try:
-            stats = json.loads(raw)
+            stats = parse_stats(raw)
         except ValueError:
             return
         reached, where = self._coordinator_view.observe(stats)

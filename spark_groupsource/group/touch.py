@@ -13,6 +13,7 @@ and connected, or not) and says, on the monotonic clock:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -72,6 +73,57 @@ class CoordinatorTouch:
 SILENT_S = 1.0
 
 
+_JSON = json.JSONDecoder()
+
+
+def _value_at(raw: str, at: int, key: str) -> Any:
+    """The JSON value after the key ``"key":`` found at ``at``."""
+    start = at + len(key) + 3
+    while raw[start : start + 1].isspace():
+        start += 1
+    return _JSON.raw_decode(raw, start)[0]
+
+
+def _node_key(raw: str, nodename: str) -> str | None:
+    """The statistics key ``host:port/<node id>`` of the broker at ``nodename`` (not its
+    ``host:port/bootstrap`` entry), None when there is none."""
+    at = raw.find(f'"{nodename}/')
+    while at >= 0:
+        key = raw[at + 1 : raw.index('"', at + 1)]
+        if key.rsplit("/", 1)[1].isdigit():
+            return key
+        at = raw.find(f'"{nodename}/', at + 1)
+    return None
+
+
+def parse_stats(raw: str) -> dict[str, Any]:
+    """What :class:`LibrdkafkaCoordinator` reads of librdkafka's statistics JSON, decoded alone:
+    ``cgrp``, the logical ``GroupCoordinator`` broker and, of the broker it names, only its node
+    id (from its key). The whole text holds an object per partition of every topic the client
+    knows, and each broker's partitions: 7.6 MB at 10,000 partitions, 672 ms of json.loads every
+    second (bench/kip848_stats.py, docs/benchmarks.md). librdkafka writes ``brokers`` before
+    ``topics`` and ``cgrp`` after them, so the first ``"GroupCoordinator":`` and the last
+    ``"cgrp":`` are its own even when a topic has one of those names; any other layout is parsed
+    whole."""
+    try:
+        brokers: dict[str, Any] = {}
+        at = raw.find('"GroupCoordinator":')
+        coord = _value_at(raw, at, "GroupCoordinator") if at >= 0 else None
+        if isinstance(coord, dict) and coord.get("source") == "logical":
+            brokers["GroupCoordinator"] = coord
+            name = coord.get("nodename")
+            key = _node_key(raw, name) if name else None
+            if key:
+                brokers[key] = {"nodeid": int(key.rsplit("/", 1)[1]), "nodename": name, "source": "learned"}
+        at = raw.rfind('"cgrp":')
+        cgrp = _value_at(raw, at, "cgrp") if at >= 0 else None
+        if cgrp is not None and not isinstance(cgrp, dict):
+            raise ValueError("cgrp")
+    except (ValueError, IndexError):
+        return json.loads(raw)
+    return {"brokers": brokers, **({"cgrp": cgrp} if cgrp is not None else {})}
+
+
 class LibrdkafkaCoordinator:
     """The group coordinator as librdkafka's statistics (``statistics.interval.ms``) show it to
     the KIP-848 member, one look per statistics event: :meth:`observe` gives (reached, "broker N
@@ -98,9 +150,11 @@ class LibrdkafkaCoordinator:
             self._unanswered = True
             return False, ""
         where = str(coord["nodename"])
+        # the learned entry: the bootstrap one of the same address has node id -1
         node = next((b.get("nodeid") for b in brokers.values()
-                     if isinstance(b, Mapping) and b.get("source") != "logical" and b.get("nodename") == where), None)
-        label = f"broker {node} at {where}" if node is not None and node >= 0 else where
+                     if isinstance(b, Mapping) and b.get("source") != "logical" and b.get("nodename") == where
+                     and isinstance(b.get("nodeid"), int) and b["nodeid"] >= 0), None)
+        label = f"broker {node} at {where}" if node is not None else where
         rx, timeouts = int(coord.get("rx") or 0), int(coord.get("req_timeouts") or 0)
         answered, timed_out = rx > self._rx, timeouts > self._timeouts
         self._rx, self._timeouts = rx, timeouts

@@ -4,7 +4,11 @@ resetting the connections: tests/integration/test_coordinator_touch.py runs it f
 
 from __future__ import annotations
 
-from spark_groupsource.group.touch import LibrdkafkaCoordinator
+import json
+
+import pytest
+
+from spark_groupsource.group.touch import LibrdkafkaCoordinator, parse_stats
 
 
 def _stats(state="UP", cgrp="up", waitresp=0, rxidle=30_000, rx=10, timeouts=0, nodename="127.0.0.1:35995"):
@@ -67,3 +71,51 @@ def test_before_any_coordinator_is_known_it_is_not_reached_and_unnamed():
     assert view.observe({"brokers": {}}) == (False, "")
     assert view.observe({}) == (False, "")
     assert view.observe(_stats(rx=3))[0]  # found and answered
+
+
+def _raw(topics: dict, **kw) -> str:
+    """Statistics text in librdkafka's layout: scalars, ``brokers`` (a bootstrap entry of the same
+    address first), ``topics``, ``cgrp``, ``eos``."""
+    s = _stats(**kw)
+    brokers = {"127.0.0.1:35995/bootstrap": {"nodeid": -1, "nodename": "127.0.0.1:35995", "source": "configured",
+                                             "toppars": {}}, **s["brokers"]}
+    brokers["127.0.0.1:35995/1"]["toppars"] = {f"t-{p}": {"topic": "t", "partition": p} for p in range(50)}
+    whole = {"name": "rdkafka#consumer-1", "type": "consumer", "ts": 1, "brokers": brokers,
+             "topics": topics, "cgrp": s["cgrp"], "eos": {"idemp_state": "Init"}}
+    return json.dumps(whole, indent=1)
+
+
+def _topics(*names: str) -> dict:
+    return {n: {"topic": n, "partitions": {str(p): {"partition": p, "broker": 1, "cgrp": 1, "brokers": []}
+                                           for p in range(50)}} for n in names}
+
+
+def test_parse_stats_keeps_what_the_view_reads_and_not_the_partitions():
+    raw = _raw(_topics("t"))
+    got = parse_stats(raw)
+    assert got["cgrp"] == json.loads(raw)["cgrp"]
+    assert got["brokers"]["GroupCoordinator"] == json.loads(raw)["brokers"]["GroupCoordinator"]
+    assert got["brokers"]["127.0.0.1:35995/1"] == {"nodeid": 1, "nodename": "127.0.0.1:35995", "source": "learned"}
+    assert "topics" not in got and len(got["brokers"]) == 2
+
+
+@pytest.mark.parametrize("topics", [("t",), ("cgrp", "brokers", "GroupCoordinator", "127.0.0.1:35995")])
+@pytest.mark.parametrize("kw", [{}, {"state": "DOWN"}, {"cgrp": "wait-coord"}, {"waitresp": 1, "rxidle": 3_000_000},
+                                {"timeouts": 1}, {"nodename": ""}])
+def test_the_view_of_the_parsed_parts_is_the_view_of_the_whole(topics, kw):
+    # topics named like the keys looked for, states of every rule of the view: the same answers
+    raw = _raw(_topics(*topics), **kw)
+    assert LibrdkafkaCoordinator().observe(parse_stats(raw)) == LibrdkafkaCoordinator().observe(json.loads(raw))
+
+
+def test_a_coordinator_on_node_0_is_named_by_its_node():
+    s = _stats()
+    s["brokers"]["127.0.0.1:35995/1"]["nodeid"] = 0
+    assert LibrdkafkaCoordinator().observe(s) == (True, "broker 0 at 127.0.0.1:35995")
+
+
+def test_parse_stats_of_another_layout_is_the_whole_json():
+    assert parse_stats('{"cgrp": 3, "brokers": {}}') == {"cgrp": 3, "brokers": {}}
+    assert parse_stats('{"name": "x"}') == {"brokers": {}}
+    with pytest.raises(ValueError):
+        parse_stats('{"cgrp": {')
