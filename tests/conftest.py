@@ -64,6 +64,10 @@ from spark_groupsource.devbroker._kafka import (
     find_kafka,
 )
 
+# tests/schema_registry.py is both a plugin (its fixture) and a module the registry tests import
+# helpers from, before pytest loads it as a plugin: registered here so its asserts are rewritten
+pytest.register_assert_rewrite("schema_registry")
+
 # Property tests judge results, not time: on a loaded CI machine Hypothesis's default 200 ms
 # deadline per example failed a correct test (test_ranges, 339 ms once, 39 ms on the retry)
 settings.register_profile("groupkafka", deadline=None)

@@ -13,7 +13,7 @@ module would hold, and what confluent-kafka's ProtobufSerializer takes.
       oneof pay { string card = 13; int64 voucher = 14; }
       [v2 only:] string channel = 15;
       message Address { string city = 1; }
-      enum State { NEW = 0; PAID = 1; }
+      enum State { NEW = 0; PAID = 1; [refunded=True only:] REFUNDED = 2; }
     }
     message Refund { int64 order_id = 1; }
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def order_file(version: int = 1, name: str = "shop/order.proto") -> Any:
+def order_file(version: int = 1, name: str = "shop/order.proto", *, refunded: bool = False) -> Any:
     from google.protobuf import descriptor_pb2 as d
 
     f = d.FileDescriptorProto(name=name, package="shop", syntax="proto3",
@@ -54,6 +54,8 @@ def order_file(version: int = 1, name: str = "shop/order.proto") -> Any:
     state = m.enum_type.add(name="State")
     state.value.add(name="NEW", number=0)
     state.value.add(name="PAID", number=1)
+    if refunded:  # a compatible change that keeps the Spark columns (an enum is a string column)
+        state.value.add(name="REFUNDED", number=2)
     field("state", 8, F.TYPE_ENUM, type_name=".shop.Order.State")
     field("at", 9, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
     field("took", 10, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
@@ -71,25 +73,26 @@ def order_file(version: int = 1, name: str = "shop/order.proto") -> Any:
     return f
 
 
-def order_classes(version: int = 1) -> tuple[Any, Any]:
-    """(Order, Refund) message classes of ``order_file(version)``, each version in a pool of
-    its own (as two builds of a producer would have them)."""
+def order_classes(version: int = 1, *, refunded: bool = False) -> tuple[Any, Any]:
+    """(Order, Refund) message classes of ``order_file(version, refunded=...)``, each version in
+    a pool of its own (as two builds of a producer would have them)."""
     from google.protobuf import descriptor_pool, duration_pb2, timestamp_pb2, wrappers_pb2
     from google.protobuf.message_factory import GetMessageClass
 
     pool = descriptor_pool.DescriptorPool()
     for m in (timestamp_pb2, duration_pb2, wrappers_pb2):
         pool.AddSerializedFile(m.DESCRIPTOR.serialized_pb)
-    pool.Add(order_file(version))
+    pool.Add(order_file(version, refunded=refunded))
     return (GetMessageClass(pool.FindMessageTypeByName("shop.Order")),
             GetMessageClass(pool.FindMessageTypeByName("shop.Refund")))
 
 
-def order(cls: Any, i: int, **extra: Any) -> Any:
+def order(cls: Any, i: int, *, state: int | None = None, **extra: Any) -> Any:
+    """Order ``i``; ``state`` NEW for even ``i`` and PAID for odd unless given."""
     import datetime as dt
 
     m = cls(id=i, item=f"item-{i}", qty=i % 7, price=i + 0.25, big=(1 << 32) - 1 - i, tags=["a"] * (i % 3),
-            state=i % 2, **extra)
+            state=i % 2 if state is None else state, **extra)
     m.attrs["n"] = i
     m.at.FromDatetime(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i))
     m.took.FromTimedelta(dt.timedelta(seconds=i, microseconds=5))

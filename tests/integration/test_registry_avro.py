@@ -5,7 +5,6 @@ checkpointed reader schema, batch reads."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
@@ -13,7 +12,8 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from test_stream_support import QUERY_TIMEOUT_S, broker_options, stop, table_name
+from schema_registry import batch_read, logged_pins, read_stream, run_available_now
+from test_stream_support import table_name
 
 pytest_plugins = ["schema_registry"]  # the session fixture schema_registry: Karapace beside kafka_broker
 
@@ -59,35 +59,6 @@ def typed_options(bootstrap: str, topic: str, sr: Any, **extra: str) -> dict[str
             "schemaRegistry.url": sr.url, **extra}
 
 
-def read_stream(spark: Any, broker: Any, group: str, options: dict[str, str]) -> Any:
-    r = spark.readStream.format("groupkafka").option("kafka.group.id", group)
-    for k, v in {**broker_options(broker), "startingOffsets": "earliest", **options}.items():
-        r = r.option(k, v)
-    return r.load()
-
-
-def run_available_now(df: Any, name: str, checkpoint: str) -> None:
-    q = df.writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint) \
-        .trigger(availableNow=True).start()
-    try:
-        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
-        if q.exception() is not None:
-            raise AssertionError(str(q.exception()))
-    finally:
-        stop(q)
-
-
-def run_to_parquet(df: Any, path: str, checkpoint: str) -> None:
-    q = df.writeStream.format("parquet").option("path", path).option("checkpointLocation", checkpoint) \
-        .trigger(availableNow=True).start()
-    try:
-        assert q.awaitTermination(QUERY_TIMEOUT_S), "AvailableNow query did not finish"
-        if q.exception() is not None:
-            raise AssertionError(str(q.exception()))
-    finally:
-        stop(q)
-
-
 @pytest.fixture
 def topic(kafka_broker: Any, unique_name: Any) -> str:
     name = unique_name("avro")
@@ -107,7 +78,7 @@ def test_stream_round_trip_and_evolution_in_one_batch(spark, kafka_broker, schem
     assert [f.name for f in value_type.fields] == [f["name"] for f in V2["fields"]]
     assert df.schema["value"].metadata["groupkafka.version"] == 2
     name = table_name(unique_name)
-    run_available_now(df.select("offset", "value.*"), name, str(tmp_path / "ck"))
+    run_available_now(df.select("offset", "value.*"), str(tmp_path / "ck"), table=name)
     got = {r["offset"]: r.asDict() for r in spark.table(name).collect()}
     assert sorted(got) == list(range(8))
     for i in range(8):
@@ -125,10 +96,7 @@ def test_batch_read_with_a_pinned_version(spark, kafka_broker, schema_registry, 
     sr, boot = schema_registry, kafka_broker.bootstrap
     produce_avro(sr, boot, topic, V1, [order(i) for i in range(3)])
     produce_avro(sr, boot, topic, V2, [{**order(i), "channel": "app"} for i in range(3, 6)])
-    reader = spark.read.format("groupkafka")
-    for k, v in typed_options(boot, topic, sr, valueSchemaVersion="1").items():
-        reader = reader.option(k, v)
-    df = reader.load()
+    df = batch_read(spark, typed_options(boot, topic, sr, valueSchemaVersion="1"))
     assert "channel" not in df.schema["value"].dataType.fieldNames()
     rows = sorted(df.select("offset", "value.id", "value.item").collect())
     assert [(r[0], r[1], r[2]) for r in rows] == [(i, i, f"item-{i}") for i in range(6)]
@@ -143,19 +111,16 @@ def test_restart_keeps_the_checkpoints_reader_schema(spark, kafka_broker, schema
     group, ck = unique_name("g"), str(tmp_path / "ck")
     produce_avro(sr, boot, topic, V1, [order(i) for i in range(3)])
     out = str(tmp_path / "out")
-    run_to_parquet(read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr)).select("offset", "value"),
-                   out, ck)
+    run_available_now(read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr)).select("offset", "value"),
+                      ck, path=out)
     assert spark.read.parquet(out).count() == 3
     produce_avro(sr, boot, topic, V2, [{**order(i), "channel": "app"} for i in range(3, 5)])  # v2 registered
-    offsets = [n for n in os.listdir(os.path.join(ck, "offsets")) if n.isdigit()]
-    assert offsets, "no offset log"
-    logged = open(os.path.join(ck, "offsets", max(offsets, key=int))).read()
-    assert '"schemas":{"value":' in logged.replace('\\"', '"')  # the source's JSON, quoted in Spark's
+    assert set(logged_pins(ck)[0]) == {"value"}  # the reader schema id in the batch's offsets
     df = read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr))
-    with pytest.raises(Exception, match="checkpoint.s value reader schema is schema id 1"):
-        run_to_parquet(df.select("offset", "value"), out, ck)
+    with pytest.raises(Exception, match=r"checkpoint.s value reader schema is schema id \d+ \(subject .*-value. version 1\)"):
+        run_available_now(df.select("offset", "value"), ck, path=out)
     df = read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr, valueSchemaVersion="1"))
-    run_to_parquet(df.select("offset", "value"), out, ck)
+    run_available_now(df.select("offset", "value"), ck, path=out)
     rows = spark.read.parquet(out).collect()
     assert sorted(r["offset"] for r in rows) == [0, 1, 2, 3, 4]
     assert all("channel" not in r["value"].asDict() for r in rows)

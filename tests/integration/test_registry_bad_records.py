@@ -14,24 +14,16 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from schema_registry import batch_read, read_stream, run_available_now
 from test_registry_avro import (
     V1,
     order,
     produce_avro,
-    read_stream,
     register,
-    run_to_parquet,
     typed_options,
 )
 
 pytest_plugins = ["schema_registry"]
-
-
-def batch_read(spark: Any, options: dict[str, str]) -> Any:
-    reader = spark.read.format("groupkafka")
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
 
 
 def only(topic: str, offset: int) -> dict[str, str]:
@@ -121,7 +113,7 @@ def test_registry_down_then_back_the_stream_goes_on(spark, kafka_broker, schema_
     threading.Timer(6.0, sr.start).start()
     out = str(tmp_path / "out")
     try:
-        run_to_parquet(df.select("offset", "value.id", "value.marker"), out, str(tmp_path / "ck"))
+        run_available_now(df.select("offset", "value.id", "value.marker"), str(tmp_path / "ck"), path=out)
     finally:
         for _ in range(300):  # the timer's start() has finished
             if sr.proc is not None:

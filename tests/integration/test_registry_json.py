@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from test_registry_avro import read_stream, run_available_now
+from schema_registry import batch_read, logged_pins, read_stream, run_available_now
 from test_stream_support import table_name
 
 pytestmark = pytest.mark.integration
@@ -59,13 +59,6 @@ def options(bootstrap: str, topic: str, sr: Any, **extra: str) -> dict[str, str]
             "schemaRegistry.url": sr.url, **extra}
 
 
-def batch_read(spark: Any, opts: dict[str, str]) -> Any:
-    reader = spark.read.format("groupkafka")
-    for k, v in opts.items():
-        reader = reader.option(k, v)
-    return reader.load()
-
-
 @pytest.fixture
 def topic(kafka_broker: Any, unique_name: Any) -> str:
     name = unique_name("json")
@@ -85,7 +78,7 @@ def test_stream_round_trip_and_evolution_in_one_batch(spark, kafka_broker, schem
     assert sorted(t.fieldNames()) == sorted(V2["properties"])
     assert not t["id"].nullable and t["note"].nullable and df.schema["value"].metadata["groupkafka.version"] == 2
     name = table_name(unique_name)
-    run_available_now(df.select("offset", "value.*"), name, str(tmp_path / "ck"))
+    run_available_now(df.select("offset", "value.*"), str(tmp_path / "ck"), table=name)
     got = {r["offset"]: r.asDict(recursive=True) for r in spark.table(name).collect()}
     assert sorted(got) == list(range(6))
     for i in range(6):
@@ -147,3 +140,43 @@ def test_batch_read_with_typed_key(spark, kafka_broker, schema_registry, topic):
     assert df.schema["key"].dataType.simpleString() == "bigint"
     assert sorted(tuple(r) for r in df.select("key", "value.id", "value.ship.city").collect()) == [
         (10, 0, "c0"), (11, 1, "c1"), (12, 2, "c2")]
+
+
+def test_restart_decodes_with_the_checkpoints_reader_schema(spark, kafka_broker, schema_registry, topic,
+                                                            unique_name, tmp_path):
+    """The checkpoint's reader schema across restarts (docs/schema-registry.md): v2 changes only
+    channel's default (the same columns), so the restarted query decodes v2 records with v1 and
+    they get v1's default, not the latest's; v3 adds a property (other columns), so the
+    restarted query stops before reading, naming version 1, and with valueSchemaVersion=1 it
+    validates against v1 (the record with the added property is a bad record, kept)."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    group, ck, out = unique_name("g"), str(tmp_path / "ck"), str(tmp_path / "out")
+    j2 = {**V2, "properties": {**V2["properties"], "channel": {"type": "string", "default": "mobile"}}}
+    j3 = {**j2, "properties": {**j2["properties"], "coupon": {"type": "string"}}}
+
+    def run(**extra: str) -> None:
+        df = read_stream(spark, kafka_broker, group, options(boot, topic, sr, **extra))
+        run_available_now(df.select("offset", "value.*"), ck, path=out)
+
+    produce_json(sr, boot, topic, V2, [order(0), {**order(1), "channel": "app"}])  # version 1
+    run()
+    produce_json(sr, boot, topic, j2, [order(2), order(3)])  # version 2, channel left to the default
+    assert sr.client().get_latest_version(f"{topic}-value").version == 2
+    run()
+    got = {r["offset"]: r["channel"] for r in spark.read.parquet(out).collect()}
+    assert got == {0: "web", 1: "app", 2: "web", 3: "web"}  # v1's default: v2's would be "mobile"
+    pins = logged_pins(ck)  # the batch after the restart names the first batch's reader schema
+    assert len(pins) >= 2 and pins[max(pins)] == pins[min(pins)] and set(pins[0]) == {"value"}
+
+    produce_json(sr, boot, topic, j3, [order(4), {**order(5), "coupon": "x"}])  # version 3: other columns
+    with pytest.raises(Exception, match=r"checkpoint.s value reader schema is schema id \d+ \(subject "
+                                        rf"'{topic}-value' version 1\)"):
+        run()
+    df = read_stream(spark, kafka_broker, group, options(boot, topic, sr, valueSchemaVersion="1",
+                                                         mode="PERMISSIVE"))
+    out2 = str(tmp_path / "out2")  # other columns: another folder (its sink log starts at this batch, so
+    run_available_now(df.select("offset", "value", "valueError"), ck, path=out2)  # read its files)
+    rows = {r["offset"]: r for r in spark.read.parquet(f"{out2}/part-*.parquet").collect()}
+    assert sorted(rows) == [4, 5]
+    assert rows[4]["value"]["channel"] == "web" and "coupon" not in rows[4]["value"].asDict()
+    assert rows[5]["value"] is None and "Additional properties are not allowed" in rows[5]["valueError"]

@@ -16,8 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from protobuf_orders import order, order_classes
-from test_registry_avro import read_stream, run_available_now
-from test_registry_json import batch_read
+from schema_registry import batch_read, logged_pins, read_stream, run_available_now
 from test_stream_support import table_name
 
 pytestmark = pytest.mark.integration
@@ -60,7 +59,7 @@ def test_stream_round_trip_and_evolution_in_one_batch(spark, kafka_broker, schem
     assert df.schema["value"].metadata["groupkafka.version"] == 2
     assert df.schema["value"].dataType["took"].dataType.simpleString() == "interval day to second"
     name = table_name(unique_name)
-    run_available_now(df.select("offset", "value.*"), name, str(tmp_path / "ck"))
+    run_available_now(df.select("offset", "value.*"), str(tmp_path / "ck"), table=name)
     got = {r["offset"]: r.asDict(recursive=True) for r in spark.table(name).collect()}
     assert sorted(got) == [0, 1, 2, 3]
     for i in range(4):
@@ -103,3 +102,61 @@ def test_bad_records_in_both_modes(spark, kafka_broker, schema_registry, topic):
         err.value)
     refunds = batch_read(spark, options(boot, topic, sr, valueMessageName="Refund", **only))
     assert [r["value"]["order_id"] for r in refunds.collect()] == [7]  # the other message, by name
+
+
+def test_restart_decodes_with_the_checkpoints_reader_schema(spark, kafka_broker, schema_registry, topic,
+                                                            unique_name, tmp_path):
+    """The checkpoint's reader schema across restarts (docs/schema-registry.md): v2 adds the
+    enum value REFUNDED (the same columns: an enum is a string), so the restarted query decodes
+    v2's REFUNDED records with v1, which lacks the value: "2", the number as text, where the
+    latest would say "REFUNDED"; v3 adds field 15 (other columns), so the restarted query stops
+    before reading, naming version 1, and with valueSchemaVersion=1 reads v3 records as v1."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    group, ck, out = unique_name("g"), str(tmp_path / "ck"), str(tmp_path / "out")
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    o1, o2, o3 = (order_classes(1)[0], order_classes(1, refunded=True)[0], order_classes(2, refunded=True)[0])
+
+    def run(**extra: str) -> None:
+        df = read_stream(spark, kafka_broker, group, options(boot, topic, sr, **extra))
+        run_available_now(df.select("offset", "value.id", "value.state"), ck, path=out)
+
+    def states() -> dict[int, str | None]:
+        return {r["offset"]: r["state"] for r in spark.read.parquet(out).collect()}
+
+    produce(boot, topic, [serializer(sr, o1)(order(o1, i), ctx) for i in range(2)])  # version 1
+    run()
+    produce(boot, topic, [serializer(sr, o2)(order(o2, i, state=2), ctx) for i in (2, 3)])  # version 2
+    assert sr.client().get_latest_version(f"{topic}-value").version == 2
+    run()
+    assert states() == {0: None, 1: "PAID", 2: "2", 3: "2"}  # NEW (0) is proto3's unset default: null
+    pins = logged_pins(ck)  # the batch after the restart names the first batch's reader schema
+    assert len(pins) >= 2 and pins[max(pins)] == pins[min(pins)] and set(pins[0]) == {"value"}
+
+    produce(boot, topic, [serializer(sr, o3)(order(o3, 4, state=2, channel="app"), ctx)])  # version 3
+    with pytest.raises(Exception, match=r"checkpoint.s value reader schema is schema id \d+ \(subject "
+                                        rf"'{topic}-value' version 1\)"):
+        run()
+    run(valueSchemaVersion="1")
+    assert states() == {0: None, 1: "PAID", 2: "2", 3: "2", 4: "2"}
+    assert "channel" not in spark.read.parquet(out).columns
+
+
+def test_typed_key_with_a_message_name(spark, kafka_broker, schema_registry, topic):
+    """keyFormat=protobuf: keys written as Refund (message index [1] of the file) under
+    <topic>-key, read with keyMessageName=Refund; the key column is that message's struct."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    order_cls, refund_cls = order_classes(1)
+    kser, vser = serializer(sr, refund_cls), serializer(sr, order_cls)
+    p = Producer({"bootstrap.servers": boot})
+    for i in range(3):
+        p.produce(topic, key=kser(refund_cls(order_id=100 + i), SerializationContext(topic, MessageField.KEY)),
+                  value=vser(order(order_cls, i), SerializationContext(topic, MessageField.VALUE)), partition=0)
+    assert p.flush(30) == 0
+    df = batch_read(spark, options(boot, topic, sr, keyFormat="protobuf", keyMessageName="Refund"))
+    assert df.schema["key"].dataType.simpleString() == "struct<order_id:bigint>"
+    assert df.schema["key"].metadata["groupkafka.subject"] == f"{topic}-key"
+    assert sorted(tuple(r) for r in df.select("key.order_id", "value.item").collect()) == [
+        (100, "item-0"), (101, "item-1"), (102, "item-2")]
+    with pytest.raises(Exception, match=f"cannot decode the key of the record at {topic}-0 offset 0: written as "
+                                        "message shop.Refund"):
+        batch_read(spark, options(boot, topic, sr, keyFormat="protobuf")).collect()  # the file's first: Order

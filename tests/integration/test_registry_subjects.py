@@ -17,8 +17,8 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from protobuf_orders import order as proto_order
 from protobuf_orders import order_classes
+from schema_registry import batch_read
 from test_registry_avro import V1, V2, order
-from test_registry_json import batch_read
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["schema_registry"]
