@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import fastavro  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from registry_decode import ORDER, order  # noqa: E402
+from registry_decode import ORDER, order, udf_frame  # noqa: E402
 
 SCHEMA_ID = 7
 OLD_ID = 6  # --evolved: the records' writer schema, ORDER before its nullable "note" was added
@@ -106,24 +106,14 @@ def groupkafka_variant(typ: pa.DataType) -> Callable[[pa.Array], pa.Array]:
 def udf_variant(typ: pa.DataType) -> Callable[[pa.Array], pa.Array]:
     """bench/registry_decode.py's pandas UDF and Spark's conversions around it in the worker."""
     fields = list(typ)
-    names = [f.name for f in fields]
     schemas: dict[int, object] = {}
     text = _Schemas()
     reader = fastavro.parse_schema(ORDER)
 
     def run(col: pa.Array) -> pa.Array:
         values = col.to_pandas()  # Spark's ArrowStreamPandasUDFSerializer: arrow_to_pandas
-        rows = []
-        for v in values:
-            if v is None or len(v) < 5 or v[0] != 0:
-                raise ValueError("not a Confluent wire-format record")
-            sid = struct.unpack(">I", v[1:5])[0]
-            schema = schemas.get(sid)
-            if schema is None:
-                schema = schemas[sid] = fastavro.parse_schema(json.loads(text.schema_by_id(sid)))
-            # an older writer resolved to the latest (one struct type for every row), as groupkafka does
-            rows.append(fastavro.schemaless_reader(io.BytesIO(v[5:]), schema, None if sid == SCHEMA_ID else reader))
-        df = pd.DataFrame(rows, columns=names)
+        # an older writer resolved to the latest (one struct type for every row), as groupkafka does
+        df = udf_frame(values, schemas, lambda sid: json.loads(text.schema_by_id(sid)), reader, SCHEMA_ID)
         # ... and the returned frame into Arrow: _create_struct_array -> _create_array per field
         return pa.StructArray.from_arrays([_from_pandas(df[f.name], f.type) for f in fields], fields=fields)
 

@@ -124,31 +124,42 @@ def produce_avro(bootstrap: str, registry_url: str, topic: str, n: int, size: in
     return sum(len(v) for v in pool) // POOL
 
 
+def udf_frame(values: pd.Series, schemas: dict, fetch, reader=None, latest: int | None = None) -> pd.DataFrame:
+    """The UDF's body: the header stripped, the writer schema by id (``schemas``, filled by
+    ``fetch(id)`` once per id), fastavro's schemaless_reader per record (an older writer than
+    ``latest`` resolved to ``reader`` when given), a pandas DataFrame of the struct."""
+    import io
+    import struct
+
+    import fastavro
+
+    rows = []
+    for v in values:
+        if v is None or len(v) < 5 or v[0] != 0:
+            raise ValueError("not a Confluent wire-format record")
+        sid = struct.unpack(">I", v[1:5])[0]
+        schema = schemas.get(sid)
+        if schema is None:
+            schema = schemas[sid] = fastavro.parse_schema(fetch(sid))
+        rows.append(fastavro.schemaless_reader(io.BytesIO(v[5:]), schema,
+                                               None if reader is None or sid == latest else reader))
+    return pd.DataFrame(rows, columns=[f["name"] for f in ORDER["fields"]])
+
+
 def udf_decoder(registry_url: str):
-    """The pandas UDF: the header stripped, the writer schema by id from the registry (once per
-    worker), fastavro's schemaless_reader per record, a pandas DataFrame of the struct."""
+    """The pandas UDF: :func:`udf_frame` with the writer schemas from the registry (once per
+    worker)."""
     from pyspark.sql.functions import pandas_udf
+
+    def fetch(sid: int):
+        import urllib.request
+
+        with urllib.request.urlopen(f"{registry_url}/schemas/ids/{sid}", timeout=30) as r:
+            return json.loads(json.load(r)["schema"])
 
     @pandas_udf(ORDER_DDL)
     def decode(values: pd.Series) -> pd.DataFrame:
-        import io
-        import struct
-        import urllib.request
-
-        import fastavro
-
-        cache = decode.__dict__.setdefault("schemas", {})
-        rows = []
-        for v in values:
-            if v is None or len(v) < 5 or v[0] != 0:
-                raise ValueError("not a Confluent wire-format record")
-            sid = struct.unpack(">I", v[1:5])[0]
-            schema = cache.get(sid)
-            if schema is None:
-                with urllib.request.urlopen(f"{registry_url}/schemas/ids/{sid}", timeout=30) as r:
-                    schema = cache[sid] = fastavro.parse_schema(json.loads(json.load(r)["schema"]))
-            rows.append(fastavro.schemaless_reader(io.BytesIO(v[5:]), schema))
-        return pd.DataFrame(rows, columns=[f["name"] for f in ORDER["fields"]])
+        return udf_frame(values, decode.__dict__.setdefault("schemas", {}), fetch)
 
     return decode
 
