@@ -11,13 +11,16 @@ default ``latest``: the subject's latest version now). :func:`choose` compares i
 checkpoint's:
 
 - the same id: nothing to decide;
-- another id whose Spark type is the same: the checkpoint's id is kept (the same columns, the
-  same defaults and resolution as before the restart);
-- another id with other columns and the version was ``latest``: the query fails before it reads
-  anything, naming both and the fix (``valueSchemaVersion=<the checkpoint's version>`` keeps the
-  old columns; an explicit new version moves the query on);
-- another id with other columns and an explicit ``valueSchemaVersion``: the user asked for it,
-  the new one is used and written to the next offsets.
+- another id and an explicit ``valueSchemaVersion``: the user asked for it, the new one is used
+  and written to the next offsets (with the same columns too: else a version that only adds an
+  enum value or changes a default could never be moved to without a new checkpoint);
+- another id (``latest``) whose Spark type is the same: the checkpoint's id is kept (the same
+  columns, the same defaults and resolution as before the restart);
+- another id (``latest``) with other columns: the query fails before it reads anything, naming
+  both and the fix (``valueSchemaVersion=<the checkpoint's version>`` keeps the old columns; an
+  explicit new version moves the query on).
+
+A batch replayed at a restart decodes with the ids in its own offsets, whatever is chosen here.
 """
 
 from __future__ import annotations
@@ -66,12 +69,10 @@ def join(offset: str, pins: Mapping[str, int]) -> str:
 def choose(column: str, loaded: int, checkpoint: int | None, *, explicit_version: bool,
            same_columns: bool, describe_loaded: str, describe_checkpoint: str) -> int:
     """Which reader schema id a restarted stream decodes ``column`` with (see the module)."""
-    if checkpoint is None or checkpoint == loaded:
+    if checkpoint is None or checkpoint == loaded or explicit_version:
         return loaded
     if same_columns:
         return checkpoint
-    if explicit_version:
-        return loaded
     raise SchemaPinError(
         f"the checkpoint's {column} reader schema is {describe_checkpoint}, but this query was loaded with "
         f"{describe_loaded}, the subject's latest version now, whose columns differ. The query stops "

@@ -110,7 +110,8 @@ def test_restart_decodes_with_the_checkpoints_reader_schema(spark, kafka_broker,
     enum value REFUNDED (the same columns: an enum is a string), so the restarted query decodes
     v2's REFUNDED records with v1, which lacks the value: "2", the number as text, where the
     latest would say "REFUNDED"; v3 adds field 15 (other columns), so the restarted query stops
-    before reading, naming version 1, and with valueSchemaVersion=1 reads v3 records as v1."""
+    before reading, naming version 1, and with valueSchemaVersion=1 reads v3 records as v1;
+    valueSchemaVersion=2 given explicitly moves it on to v2 (the same columns)."""
     sr, boot = schema_registry, kafka_broker.bootstrap
     group, ck, out = unique_name("g"), str(tmp_path / "ck"), str(tmp_path / "out")
     ctx = SerializationContext(topic, MessageField.VALUE)
@@ -139,6 +140,11 @@ def test_restart_decodes_with_the_checkpoints_reader_schema(spark, kafka_broker,
     run(valueSchemaVersion="1")
     assert states() == {0: None, 1: "PAID", 2: "2", 3: "2", 4: "2"}
     assert "channel" not in spark.read.parquet(out).columns
+    produce(boot, topic, [serializer(sr, o2)(order(o2, 5, state=2), ctx)])
+    run(valueSchemaVersion="2")  # asked for: v2's columns are v1's, and the query moves on to v2
+    assert states() == {0: None, 1: "PAID", 2: "2", 3: "2", 4: "2", 5: "REFUNDED"}
+    pins = logged_pins(ck)
+    assert pins[max(pins)] != pins[0]
 
 
 def test_typed_key_with_a_message_name(spark, kafka_broker, schema_registry, topic):

@@ -26,5 +26,7 @@ def test_choose():
     assert choose("value", 2, 2, explicit_version=False, same_columns=False, **kw) == 2
     assert choose("value", 2, 1, explicit_version=False, same_columns=True, **kw) == 1
     assert choose("value", 2, 1, explicit_version=True, same_columns=False, **kw) == 2
+    # an explicit version moves the query on with the same columns too (e.g. an enum value added)
+    assert choose("value", 2, 1, explicit_version=True, same_columns=True, **kw) == 2
     with pytest.raises(SchemaPinError, match="the checkpoint's value reader schema is id 1"):
         choose("value", 2, 1, explicit_version=False, same_columns=False, **kw)
