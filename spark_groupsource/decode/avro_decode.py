@@ -4,11 +4,12 @@ Per record: the 5-byte header (magic byte 0, the writer schema's id, big-endian)
 schema from the worker's bounded cache (:data:`.registry.WRITERS`, fetched once per id), then
 fastavro's ``schemaless_reader(writer, reader)``: Avro schema resolution (fields added with a
 default, removed, promoted, reordered), written straight without resolution when the writer is
-the reader. A batch whose records all carry one header (the usual one) is read in one
-comprehension, and the decoded dicts become Arrow in one ``pa.array(dicts, type=struct)``
-(bench/decode_micro.py, 2026-12-02: 1.5 us a record at 100 B against 2.9 us column by column);
-when any record fails, the record-by-record loop of :class:`.wire.ColumnDecoder` decodes the
-batch again and names the bad ones.
+the reader. A batch whose records all carry one header (the usual one) goes first to the C
+decoder (:mod:`.avro_native`: flat records straight into Arrow buffers, resolved once per
+writer schema id), else is read in one comprehension and becomes Arrow in one
+``pa.array(dicts, type=struct)`` (bench/decode_micro.py, 2026-12-02: 1.5 us a record at 100 B
+against 2.9 us column by column); when any record fails, the record-by-record loop of
+:class:`.wire.ColumnDecoder` decodes the batch again and names the bad ones.
 
 A record that cannot be decoded (no magic byte, an id the registry does not know, bytes that
 do not decode under the writer schema, a writer schema that does not resolve to the reader's)
