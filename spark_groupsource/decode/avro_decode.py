@@ -87,8 +87,9 @@ class AvroColumnDecoder(ColumnDecoder):
 
     def _one_writer(self, data: pa.Array) -> pa.Array | None:
         """The column when every record has the same header and decodes (the usual batch: one
-        producer, one schema), in one comprehension without the per-record wrapper; None
-        otherwise, and the record-by-record loop finds which record is bad and why."""
+        producer, one schema): by the C decoder where it takes the schemas and every record,
+        else in one fastavro comprehension without the per-record wrapper; None otherwise, and
+        the record-by-record loop finds which record is bad and why."""
         import pyarrow.compute as pc
 
         if len(data) == data.null_count:
