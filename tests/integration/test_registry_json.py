@@ -174,8 +174,9 @@ def test_restart_decodes_with_the_checkpoints_reader_schema(spark, kafka_broker,
         run()
     df = read_stream(spark, kafka_broker, group, options(boot, topic, sr, valueSchemaVersion="1",
                                                          mode="PERMISSIVE"))
-    out2 = str(tmp_path / "out2")  # other columns: another folder (its sink log starts at this batch, so
-    run_available_now(df.select("offset", "value", "valueError"), ck, path=out2)  # read its files)
+    # other columns: another folder; its sink log starts at this batch id, so its files are read
+    out2 = str(tmp_path / "out2")
+    run_available_now(df.select("offset", "value", "valueError"), ck, path=out2)
     rows = {r["offset"]: r for r in spark.read.parquet(f"{out2}/part-*.parquet").collect()}
     assert sorted(rows) == [4, 5]
     assert rows[4]["value"]["channel"] == "web" and "coupon" not in rows[4]["value"].asDict()
