@@ -35,6 +35,7 @@ from spark_groupsource.config.options import (
     BatchOptions,
     CommonOptions,
     StreamOptions,
+    first_join_bound_ms,
     heartbeat_interval_ms,
 )
 from spark_groupsource.config.parsing import (
@@ -89,6 +90,7 @@ __all__ = [
     "admin_config",
     "did_you_mean",
     "fetcher_config",
+    "first_join_bound_ms",
     "heartbeat_interval_ms",
     "is_secret",
     "membership_config",

@@ -211,6 +211,20 @@ class CommonOptions:
     decode_params: KafkaParams = field(default_factory=KafkaParams)
 
 
+#: Kafka's default max.poll.interval.ms: the rebalance timeout a member sends in JoinGroup
+DEFAULT_REBALANCE_TIMEOUT_MS = 300_000
+
+
+def first_join_bound_ms(group_join_timeout_ms: int, max_poll_interval_ms: int | None) -> int:
+    """How long a member may wait for its first assignment once its coordinator answers: a
+    rebalance waits for every member to rejoin, up to the rebalance timeout
+    (``kafka.max.poll.interval.ms``, +5 s as Java's JoinGroup request timeout), and another
+    member giving up its partitions at the end of a long batch is no fault of the joining one
+    (Java's consumer waits as long). ``groupJoinTimeoutMs`` bounds the rest: finding the
+    brokers and the coordinator."""
+    return max(group_join_timeout_ms, (max_poll_interval_ms or DEFAULT_REBALANCE_TIMEOUT_MS) + 5_000)
+
+
 @dataclass(frozen=True, kw_only=True)
 class StreamOptions(CommonOptions):
     max_offsets_per_trigger: int | None = None

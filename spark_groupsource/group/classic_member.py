@@ -27,7 +27,7 @@ from spark_groupsource.config.access import (
     denied_answer,
     subscription_denied,
 )
-from spark_groupsource.config.options import heartbeat_interval_ms
+from spark_groupsource.config.options import first_join_bound_ms, heartbeat_interval_ms
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import (
     AuthorizationError,
@@ -189,9 +189,9 @@ class GroupMembership:
         self._request_timeout_s = int(client.get("request_timeout_ms", 30_000)) / 1000.0
         self._retry_backoff_s = max(0.05, int(client.get("retry_backoff_ms", 100)) / 1000.0)
         # the first join may legitimately wait for other members' rebalance timeout
-        self._first_join_bound_s = max(
-            config.join_timeout_ms, int(client.get("max_poll_interval_ms", 300_000)) + 5_000
-        ) / 1000.0
+        poll_interval = client.get("max_poll_interval_ms")
+        self._first_join_bound_s = first_join_bound_ms(
+            config.join_timeout_ms, int(poll_interval) if poll_interval is not None else None) / 1000.0
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:

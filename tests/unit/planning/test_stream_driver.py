@@ -659,3 +659,30 @@ def test_a_position_beyond_the_log_end_is_read_again_from_the_log_start(caplog):
     strict_log.ends[T0] = 3
     with pytest.raises(DataLossError, match="t-0.*beyond the end offset 3"):
         strict.plan(batch, None)
+
+
+def test_a_join_waiting_for_a_rebalance_outlasts_group_join_timeout_up_to_the_rebalance_timeout(caplog):
+    # chaos clock_jumps, 2026-12-02: another member's revoke barrier held the rebalance 184 s and
+    # the joining query failed at groupJoinTimeoutMs (120 s) with the brokers answering
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.begin_rebalance()
+    d = _driver(group, log, groupJoinTimeoutMs="1000", **{"kafka.max.poll.interval.ms": "20000"})
+    d.started_at -= 2.0  # past groupJoinTimeoutMs, within 20 s + 5 s
+    with caplog.at_level("WARNING", logger="spark_groupsource.stream"):
+        assert d.plan(None, None) is None
+        assert d.plan(None, None) is None
+    said = [r for r in caplog.records if "waits for its other members" in r.getMessage()]
+    assert len(said) == 1 and "up to 25 s" in said[0].getMessage()
+    d.started_at -= 24.0  # past the rebalance timeout: the join itself is stuck
+    with pytest.raises(MembershipError, match="got no assignment within groupJoinTimeoutMs=1000"):
+        d.plan(None, None)
+
+
+def test_a_join_with_no_broker_answering_fails_at_group_join_timeout():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.begin_rebalance()
+    log.reachable = lambda: "no broker answered"
+    d = _driver(group, log, groupJoinTimeoutMs="1000", **{"kafka.max.poll.interval.ms": "20000"})
+    d.started_at -= 2.0
+    with pytest.raises(MembershipError, match="no broker answered"):
+        d.plan(None, None)
