@@ -642,7 +642,7 @@ def _step(r: Run, path: str, offset_s: int, why: str) -> None:
     r.event(f"clock of the queries' processes set to real {offset_s:+d}s ({why})")
 
 
-START_WAIT_S = 600.0
+START_WAIT_S = _run.START_WAIT_S
 
 
 def _restart_slowly(r: Run, node: int) -> None:

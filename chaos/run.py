@@ -104,6 +104,11 @@ class Row:
         return asdict(self)
 
 
+#: how long a query may take to write its first batches: a set-up wait, not a property of the
+#: product. Spark took 2.5-3.5 min from its first log line to the group's assignment at load
+#: 40-70, and a CI run at load 73 (2026-12-02) ended broker_crash on the old 240 s before any fault
+START_WAIT_S = 600.0
+
 class Run:
     def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int | None = None,
                  protocol: str = "classic", backend: str = "mock"):
@@ -348,7 +353,7 @@ class Run:
     def batches_of(self, owner: str) -> int:
         return sum(1 for f in os.listdir(self.out) if f.startswith(owner + "-") and f.endswith(".jsonl"))
 
-    def wait_reading(self, m: Member, batches: int = 1, timeout: float = 240.0) -> None:
+    def wait_reading(self, m: Member, batches: int = 1, timeout: float = START_WAIT_S) -> None:
         """Until ``m`` wrote ``batches`` non-empty batches (Spark started, group joined)."""
         deadline = time.monotonic() + timeout
         while self.batches_of(m.owner) < batches:

@@ -345,7 +345,7 @@ def partitions_added(r: Run) -> None:
     r.wait_logged(a, r"starts at offset")
     b = r.start("b", **opts)
     # b's Spark start alone took 142 s at load 45 (4.0.1, 2026-12-02): the bound is the other
-    # set-up waits' (FIRST_BATCHES_S), not a property of the product
+    # set-up waits' (chaos.run.START_WAIT_S), not a property of the product
     deadline = time.monotonic() + STARTS_S
     while _starts(r, (a, b)) != set(range(r.partitions)) or not _starts(r, (b,)):
         if time.monotonic() > deadline:

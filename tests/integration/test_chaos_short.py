@@ -25,7 +25,7 @@ def test_quick_chaos_scenarios_pass(tmp_path):
     results = tmp_path / "results.json"
     proc = run_tree(
         [sys.executable, "-m", "chaos", "--quick", "--workdir", str(tmp_path / "w"), "--json", str(results)],
-        cwd=ROOT, timeout=800,
+        cwd=ROOT, timeout=1200,
     )
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     rows = json.loads(results.read_text())["rows"]
@@ -87,7 +87,7 @@ def test_quick_chaos_scenario_passes_on_a_three_node_kafka_cluster(tmp_path):
     proc = run_tree(
         [sys.executable, "-m", "chaos", "--broker", "kafka", "--only", "broker_crash",
          "--workdir", str(tmp_path / "w"), "--json", str(results)],
-        cwd=ROOT, timeout=800,
+        cwd=ROOT, timeout=1200,
     )
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     data = json.loads(results.read_text())
