@@ -100,7 +100,7 @@ def parse_stats(raw: str) -> dict[str, Any]:
     """What :class:`LibrdkafkaCoordinator` reads of librdkafka's statistics JSON, decoded alone:
     ``cgrp``, the logical ``GroupCoordinator`` broker and, of the broker it names, only its node
     id (from its key). The whole text holds an object per partition of every topic the client
-    knows, and each broker's partitions: 7.6 MB at 10,000 partitions, 672 ms of json.loads every
+    knows, and each broker's partitions: 7.6 MB at 10,000 partitions, 234 ms of json.loads every
     second (bench/kip848_stats.py, docs/benchmarks.md). librdkafka writes ``brokers`` before
     ``topics`` and ``cgrp`` after them, so the first ``"GroupCoordinator":`` and the last
     ``"cgrp":`` are its own even when a topic has one of those names; any other layout is parsed
