@@ -109,6 +109,7 @@ class Row:
 #: 40-70, and a CI run at load 73 (2026-12-02) ended broker_crash on the old 240 s before any fault
 START_WAIT_S = 600.0
 
+
 class Run:
     def __init__(self, name: str, workdir: str, *, partitions: int = 4, brokers: int | None = None,
                  protocol: str = "classic", backend: str = "mock"):
