@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from spark_groupsource.decode import avro_native
 from spark_groupsource.decode.avro_types import shaper
 from spark_groupsource.decode.registry import Registry
 from spark_groupsource.decode.wire import BadRecord, ColumnDecoder, DecodeError
@@ -53,8 +54,6 @@ class AvroColumnDecoder(ColumnDecoder):
         self.reader = _parse(reader_text)
         self.reader_id = reader_id
         self.shape: Callable[[Any], Any] | None = shaper(self.reader_json)
-        from spark_groupsource.decode import avro_native
-
         self.native = avro_native.plan(self.reader, arrow_type)
         #: per writer schema id: its C decoder program resolved to the reader's (None: fastavro's)
         self._resolved: dict[int, avro_native.NativePlan | None] = {}
@@ -107,8 +106,6 @@ class AvroColumnDecoder(ColumnDecoder):
             return None
         reader = None if schema_id == self.reader_id or writer == self.reader else self.reader
         if self.native is not None:
-            from spark_groupsource.decode import avro_native
-
             if reader is None:
                 program = self.native
             elif schema_id in self._resolved:
