@@ -1,7 +1,8 @@
 """Wall-clock steps for chosen processes: our LD_PRELOAD shim (``chaos/clockstep.c``).
 
 The shim offsets CLOCK_REALTIME, gettimeofday() and time() by the seconds written in a file and
-leaves monotonic clocks and sleeps alone, as an NTP step does; processes started with
+leaves monotonic clocks and sleeps alone, as an NTP step does, and hands waits on absolute
+CLOCK_REALTIME deadlines to the kernel on its own clock (finding 18); processes started with
 :func:`env` in their environment (and their children: the JVM, its Python workers) see a step
 within 100 ms of :func:`step`. Built here with the system ``cc`` because Debian's libfaketime
 0.9.10 breaks Python's ``time.sleep`` when told not to fake the monotonic clock.
@@ -37,7 +38,7 @@ def build(out_dir: str) -> str:
     if os.path.exists(lib) and os.path.getmtime(lib) >= os.path.getmtime(SOURCE):
         return lib
     tmp = lib + f".{os.getpid()}.tmp"
-    proc = subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-Wall", "-o", tmp, SOURCE, "-ldl"],
+    proc = subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-Wall", "-o", tmp, SOURCE, "-ldl", "-lpthread"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise ClockStepError(f"cc failed building {SOURCE}: {proc.stderr.strip()}")

@@ -86,3 +86,42 @@ def test_without_the_file_the_offset_is_zero(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import time; print(time.time())"], capture_output=True, text=True,
                          env={**os.environ, **clockstep.env(lib, str(tmp_path / "absent"))}, check=True)
     assert abs(float(out.stdout) - time.time()) < 5
+
+
+RDKAFKA_CHILD = """
+import time
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": "127.0.0.1:9", "log_level": 0})
+m = time.monotonic()
+try:
+    admin.list_topics(timeout=3)
+except Exception:
+    pass
+print(time.monotonic() - m, flush=True)
+"""
+
+THREAD_CHILD = """
+import threading, time
+m = time.monotonic()
+threading.Event().wait(0.5)
+print(time.monotonic() - m, flush=True)
+"""
+
+
+@pytest.mark.parametrize("offset", [0, 480, -480])
+@pytest.mark.parametrize("child", ["librdkafka", "threading"])
+def test_timed_waits_keep_their_length_after_a_step(tmp_path, offset, child):
+    """Finding 18: librdkafka waits on C11 cnd_timedwait with a deadline from the wall clock it
+    reads; before the shim put such deadlines back on the kernel's clock, a 3 s list_topics did
+    not return within 40 s at +480 s. After a step, a timed wait lasts its time, as after a real
+    NTP step."""
+    pytest.importorskip("confluent_kafka")
+    lib = clockstep.build(str(tmp_path / "lib"))
+    offset_file = str(tmp_path / "offset")
+    clockstep.step(offset_file, offset)
+    code = RDKAFKA_CHILD if child == "librdkafka" else THREAD_CHILD
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, **clockstep.env(lib, offset_file)}, check=True)
+    took = float(out.stdout.split()[-1])
+    want = 3.0 if child == "librdkafka" else 0.5
+    assert want - 0.05 < took < want + 20, (child, offset, took)
