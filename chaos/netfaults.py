@@ -646,14 +646,13 @@ START_WAIT_S = _run.START_WAIT_S
 
 
 def _restart_slowly(r: Run, node: int) -> None:
-    """The killed node started again, waited for up to START_WAIT_S: the dev broker's client
-    waits its server's 90 s whatever ``timeout`` it is given (the node keeps starting after
-    that error), which was not enough at load 50 (two runs, 2026-12-02)."""
+    """The killed node started again, waited for up to START_WAIT_S (the dev broker's default
+    90 s was not enough at load 50, two runs on 2026-12-02); then until it serves Metadata."""
     from confluent_kafka.admin import AdminClient
 
     t = time.monotonic()
     try:
-        r.broker.kafka.start_node(node)
+        r.broker.kafka.start_node(node, timeout=START_WAIT_S)
     except Exception as exc:  # noqa: BLE001 - still starting: waited for below
         r.event(f"broker {node} not serving yet ({str(exc)[:80]}); waiting")
     admin = AdminClient({"bootstrap.servers": r.broker.bootstrap, "log_level": 0})

@@ -456,7 +456,7 @@ class KafkaControl:
 
     def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
         """A clean stop (controlled shutdown), as in a rolling restart."""
-        self._broker.call("kafka_stop_node", timeout=timeout + 40, node_id=int(node_id))
+        self._broker.call("kafka_stop_node", timeout=timeout + 40, node_id=int(node_id), wait_s=float(timeout))
 
     def kill_node(self, node_id: int) -> None:
         """``kill -9`` of the node's JVM: a crash."""
@@ -471,12 +471,13 @@ class KafkaControl:
 
     def start_node(self, node_id: int, timeout: float = 90.0) -> None:
         """Start a stopped or killed node again; returns once it serves Metadata."""
-        self._broker.call("kafka_start_node", timeout=timeout + 30, node_id=int(node_id))
+        self._broker.call("kafka_start_node", timeout=timeout + 30, node_id=int(node_id), wait_s=float(timeout))
 
     def start_nodes(self, node_ids: list[int], timeout: float = 90.0) -> None:
         """Start several nodes at once (after the whole cluster went down: one node alone has no
         controller quorum); returns once all of them serve Metadata."""
-        self._broker.call("kafka_start_nodes", timeout=timeout + 30, node_ids=[int(n) for n in node_ids])
+        self._broker.call("kafka_start_nodes", timeout=timeout + 30, node_ids=[int(n) for n in node_ids],
+                          wait_s=float(timeout))
 
 
 class ExternalBroker:

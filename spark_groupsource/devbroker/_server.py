@@ -801,9 +801,11 @@ def _kafka_signal(cluster: Any, node_id: int, sig: str) -> None:
 
 
 _KAFKA_OPS: dict[str, Callable[..., Any]] = {
-    "kafka_stop_node": lambda c, node_id, timeout=60.0: c.stop_node(int(node_id), float(timeout)),
-    "kafka_start_node": lambda c, node_id, timeout=90.0: c.start_node(int(node_id), True, float(timeout)),
-    "kafka_start_nodes": lambda c, node_ids, timeout=90.0: c.start_nodes([int(n) for n in node_ids], float(timeout)),
+    # wait_s: the caller's bound for the node (the control call's own timeout is a client-side
+    # read timeout, never sent; before wait_s every start waited the default 90 s)
+    "kafka_stop_node": lambda c, node_id, wait_s=60.0: c.stop_node(int(node_id), float(wait_s)),
+    "kafka_start_node": lambda c, node_id, wait_s=90.0: c.start_node(int(node_id), True, float(wait_s)),
+    "kafka_start_nodes": lambda c, node_ids, wait_s=90.0: c.start_nodes([int(n) for n in node_ids], float(wait_s)),
     "kafka_signal_node": _kafka_signal,
 }
 
