@@ -42,6 +42,8 @@ log = logging.getLogger("spark_groupsource.stream")
 #: How long one trigger of a running stream waits for a pause that passes by itself (a join, a
 #: rebalance, offsets briefly unreadable) before it reports no batch.
 PAUSE_WAIT_S = 30.0
+#: while the brokers answer a member waiting past groupJoinTimeoutMs, how often to ask them again
+REACH_RECHECK_S = 10.0
 
 
 @dataclass
@@ -102,6 +104,7 @@ class StreamDriver:
         self.closed = False
         self.started_at = time.monotonic()
         self._join_wait_said = False  # the wait past groupJoinTimeoutMs for a rebalance was logged
+        self._answered_at: float | None = None  # monotonic time of the last probe a broker answered
         self.membership.start()
         if reader is None:
             # Meanwhile librdkafka asks for metadata once: a refused login or TLS handshake is
@@ -455,7 +458,7 @@ class StreamDriver:
         waited = time.monotonic() - self.started_at
         if self.joined or waited * 1000 < self.opts.group_join_timeout_ms:
             return
-        unreachable = self.reader.reachable()
+        unreachable = self._reachable()
         bound_ms = opt.first_join_bound_ms(self.opts.group_join_timeout_ms, self.opts.max_poll_interval_ms)
         if unreachable is None and waited * 1000 < bound_ms:
             # the brokers answer: the group's rebalance may be waiting for another member to give
@@ -478,6 +481,17 @@ class StreamDriver:
             f"group {self.opts.group_id!r} got no assignment within groupJoinTimeoutMs="
             f"{self.opts.group_join_timeout_ms} through bootstrap servers {self.opts.bootstrap_servers}: {what}"
         )
+
+    def _reachable(self) -> str | None:
+        """The brokers' answer for the join wait, probed at most every REACH_RECHECK_S while they
+        answer (a trigger comes every second or so, each probe a metadata request); a probe that
+        found none is never reused, so the query fails only on a fresh one."""
+        now = time.monotonic()
+        if self._answered_at is not None and now - self._answered_at < REACH_RECHECK_S:
+            return None
+        unreachable = self.reader.reachable()
+        self._answered_at = now if unreachable is None else None
+        return unreachable
 
     def _check_outage(self) -> None:
         overdue = self.outage.overdue()

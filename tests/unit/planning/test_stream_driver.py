@@ -19,6 +19,7 @@ from spark_groupsource.config import parse_stream_options
 from spark_groupsource.errors import DataLossError, MembershipError
 from spark_groupsource.group.memory_member import InMemoryMembership
 from spark_groupsource.group.seam import OwnershipBook
+from spark_groupsource.planning import stream_driver
 from spark_groupsource.planning.offset_reader import Partial
 from spark_groupsource.planning.offsets import StreamOffset
 from spark_groupsource.planning.stream_driver import StreamDriver
@@ -686,3 +687,21 @@ def test_a_join_with_no_broker_answering_fails_at_group_join_timeout():
     d.started_at -= 2.0
     with pytest.raises(MembershipError, match="no broker answered"):
         d.plan(None, None)
+
+
+def test_the_join_wait_asks_answering_brokers_again_only_every_few_seconds_and_fails_on_a_fresh_probe():
+    group, log = InMemoryMembership(), _Log({T0: 5})
+    group.begin_rebalance()
+    probes: list[str | None] = []
+    answer: list[str | None] = [None]
+    log.reachable = lambda: probes.append(answer[0]) or answer[0]
+    d = _driver(group, log, groupJoinTimeoutMs="1000", **{"kafka.max.poll.interval.ms": "20000"})
+    d.started_at -= 2.0
+    for _ in range(5):
+        assert d.plan(None, None) is None
+    assert probes == [None]  # five triggers, one metadata request
+    d._answered_at -= stream_driver.REACH_RECHECK_S  # the answer grew old: asked again
+    answer[0] = "no broker answered"
+    with pytest.raises(MembershipError, match="no broker answered"):
+        d.plan(None, None)
+    assert probes == [None, "no broker answered"]
