@@ -10,7 +10,9 @@ it (``pa.Array.from_pandas`` per field, ``StructArray.from_arrays``).
 
 The writer schema is the reader schema (the registry's latest, as the bench's records are):
 no resolution; ``--evolved`` decodes records written with an older schema (without the
-nullable ``note``), so every record goes through fastavro's schema resolution. The writer
+nullable ``note``), so every record goes through schema resolution; ``--mixed`` alternates
+records of the two writer ids (the latest, the older), as in a batch during a producer's
+schema roll-out. The writer
 schema's one registry look-up is answered from memory (:class:`_Schemas`): the registry is not what is measured.
 
 Per variant and payload size: ``--rounds`` rounds, each decoding the N records once, the
@@ -22,7 +24,7 @@ each at N and 2N records, and prints instructions per record ((I(2N) - I(N)) / N
 not depend on the load.
 
     .venv/bin/python bench/decode_micro.py [--sizes 100,1000] [--n 20000] [--rounds 7]
-                                           [--variants groupkafka,udf,...] [--evolved]
+                                           [--variants groupkafka,udf,...] [--evolved | --mixed]
     .venv/bin/python bench/decode_micro.py --callgrind [--sizes 1000] [--n 2000]
 """
 
@@ -54,6 +56,8 @@ SCHEMA_ID = 7
 OLD_ID = 6  # --evolved: the records' writer schema, ORDER before its nullable "note" was added
 OLD = {**ORDER, "fields": [f for f in ORDER["fields"] if f["name"] != "note"]}
 TOPIC, PARTITION = "micro", 0
+WRITERS_SAID = {False: "writer = reader", True: "writer = an older schema (resolution)",
+                "mixed": "two writer ids alternating (the reader's and an older one)"}
 
 
 class _Schemas:
@@ -65,17 +69,20 @@ class _Schemas:
         return json.dumps({SCHEMA_ID: ORDER, OLD_ID: OLD}[schema_id])
 
 
-def records(n: int, size: int, evolved: bool) -> pa.Array:
-    """``n`` wire-format records (a pool of 2,000 distinct ones, as registry_decode.py produces)."""
-    writer, sid = (OLD, OLD_ID) if evolved else (ORDER, SCHEMA_ID)
-    parsed = fastavro.parse_schema(writer)
+def records(n: int, size: int, evolved: bool | str) -> pa.Array:
+    """``n`` wire-format records (a pool of 2,000 distinct ones, as registry_decode.py produces);
+    ``evolved``: True, all of the older writer schema; "mixed", the two writer ids alternating."""
+    writers = {True: [(OLD, OLD_ID)], False: [(ORDER, SCHEMA_ID)],
+               "mixed": [(ORDER, SCHEMA_ID), (OLD, OLD_ID)]}[evolved]
+    parsed = [(fastavro.parse_schema(w), sid) for w, sid in writers]
     rng = random.Random(size)
     pool = []
     for i in range(min(n, 2000)):
+        schema, sid = parsed[i % len(parsed)]
         out = io.BytesIO()
         out.write(b"\x00" + struct.pack(">I", sid))
         rec = order(i, size, rng)
-        fastavro.schemaless_writer(out, parsed, rec)
+        fastavro.schemaless_writer(out, schema, rec)
         pool.append(out.getvalue())
     return pa.array([pool[i % len(pool)] for i in range(n)], pa.binary())
 
@@ -125,21 +132,26 @@ def _from_pandas(series: pd.Series, typ: pa.DataType) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out  # an all-null object column
 
 
-def fastavro_only_variant(writer: dict) -> Callable[[pa.Array], list]:
-    """fastavro per record (with the records' writer schema, as the UDF) and nothing else: the
+def _writers() -> dict[int, object]:
+    return {SCHEMA_ID: fastavro.parse_schema(ORDER), OLD_ID: fastavro.parse_schema(OLD)}
+
+
+def fastavro_only_variant() -> Callable[[pa.Array], list]:
+    """fastavro per record (with each record's writer schema, as the UDF) and nothing else: the
     floor of any route through fastavro's dicts."""
-    schema = fastavro.parse_schema(writer)
+    schemas = _writers()
     reader = fastavro.schemaless_reader
 
     def run(col: pa.Array) -> list:
-        return [reader(io.BytesIO(v[5:]), schema) for v in col.to_pylist()]
+        return [reader(io.BytesIO(v[5:]), schemas[struct.unpack(">I", v[1:5])[0]]) for v in col.to_pylist()]
 
     return run
 
 
-def _dicts(col: pa.Array, writer: dict) -> list:
-    schema = fastavro.parse_schema(writer)
-    return [fastavro.schemaless_reader(io.BytesIO(v[5:]), schema) for v in col.to_pylist()]
+def _dicts(col: pa.Array) -> list:
+    schemas = _writers()
+    return [fastavro.schemaless_reader(io.BytesIO(v[5:]), schemas[struct.unpack(">I", v[1:5])[0]])
+            for v in col.to_pylist()]
 
 
 def arrow_variants(typ: pa.DataType) -> dict[str, Callable[[list], pa.Array]]:
@@ -165,9 +177,9 @@ def arrow_variants(typ: pa.DataType) -> dict[str, Callable[[list], pa.Array]]:
             "arrow:pandas": pandas}
 
 
-def variants(typ: pa.DataType, evolved: bool) -> dict[str, Callable]:
+def variants(typ: pa.DataType) -> dict[str, Callable]:
     out: dict[str, Callable] = {"groupkafka": groupkafka_variant(typ), "udf": udf_variant(typ),
-                                "fastavro-only": fastavro_only_variant(OLD if evolved else ORDER)}
+                                "fastavro-only": fastavro_only_variant()}
     out.update(arrow_variants(typ))
     return out
 
@@ -181,8 +193,8 @@ def _measure(fn: Callable, arg) -> tuple[float, float]:
 def bench(size: int, args, chosen: list[str]) -> list[tuple[str, float, float, float, float]]:
     typ = arrow_type()
     col = records(args.n, size, args.evolved)
-    every = variants(typ, args.evolved)
-    dicts = _dicts(col, OLD if args.evolved else ORDER) if any(v.startswith("arrow:") for v in chosen) else None
+    every = variants(typ)
+    dicts = _dicts(col) if any(v.startswith("arrow:") for v in chosen) else None
     # the two typed routes agree (same struct, field by field) before anything is timed
     a, b = every["groupkafka"](col), every["udf"](col)
     if not a.equals(b):
@@ -202,14 +214,15 @@ def bench(size: int, args, chosen: list[str]) -> list[tuple[str, float, float, f
     return out
 
 
-def callgrind(size: int, chosen: list[str], n: int, evolved: bool) -> dict[str, float]:
+def callgrind(size: int, chosen: list[str], n: int, evolved: bool | str) -> dict[str, float]:
     """Instructions per record of each variant at ``size``: one process under callgrind runs
     each at n and at 2n records, ``os.getppid()`` between the phases makes callgrind dump a part
     (``--dump-before=getppid``); per record (I(2n) - I(n)) / n."""
     out = f"/tmp/decode-micro-callgrind.{os.getpid()}"
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-before=getppid",
            sys.executable, __file__, "--marked", ",".join(chosen), "--sizes", str(size), "--n", str(n)]
-    subprocess.run(cmd + (["--evolved"] if evolved else []), check=True, capture_output=True)
+    flag = {True: ["--evolved"], "mixed": ["--mixed"]}.get(evolved, [])
+    subprocess.run(cmd + flag, check=True, capture_output=True)
     parts = []
     for path in sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
         with open(path) as f:
@@ -224,14 +237,14 @@ def callgrind(size: int, chosen: list[str], n: int, evolved: bool) -> dict[str, 
     return {v: (phases[2 * i + 1] - phases[2 * i]) / n for i, v in enumerate(chosen)}
 
 
-def marked(chosen: list[str], size: int, n: int, evolved: bool) -> None:
+def marked(chosen: list[str], size: int, n: int, evolved: bool | str) -> None:
     """callgrind's child: each variant on n then 2n records, a marker before each phase."""
     typ = arrow_type()
-    every = variants(typ, evolved)
+    every = variants(typ)
     inputs = {}
     for count in (n, 2 * n):
         col = records(count, size, evolved)
-        inputs[count] = (col, _dicts(col, OLD if evolved else ORDER))
+        inputs[count] = (col, _dicts(col))
     for v in chosen:
         every[v](inputs[n][0][:10])  # a warm-up (imports, caches) outside the phases
     for v in chosen:
@@ -251,9 +264,13 @@ def main(argv=None) -> int:
                     help="of groupkafka, udf, fastavro-only, arrow:columns, arrow:struct, arrow:from_pylist, "
                          "arrow:pandas (the arrow: ones time only Arrow from already decoded dicts)")
     ap.add_argument("--evolved", action="store_true", help="records written with an older schema (resolution)")
+    ap.add_argument("--mixed", action="store_true",
+                    help="records of two writer ids alternating (the latest and an older schema)")
     ap.add_argument("--callgrind", action="store_true", help="instructions per record under valgrind instead")
     ap.add_argument("--marked", help=argparse.SUPPRESS)  # callgrind's child
     args = ap.parse_args(argv)
+    if args.mixed:
+        args.evolved = "mixed"
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.marked:
@@ -261,7 +278,7 @@ def main(argv=None) -> int:
         return 0
     load = open("/proc/loadavg").read().split()[:3]
     print(f"decode micro-benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, N = {args.n:,}, "
-          f"{'writer = an older schema (resolution)' if args.evolved else 'writer = reader'}, load {' '.join(load)}")
+          f"{WRITERS_SAID[args.evolved]}, load {' '.join(load)}")
     for size in sizes:
         mean = sum(len(v) for v in records(2000, size, args.evolved).to_pylist()) / 2000
         print(f"\n~{size} B ({mean:.0f} B a record with the header)")

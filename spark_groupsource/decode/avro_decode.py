@@ -4,9 +4,9 @@ Per record: the 5-byte header (magic byte 0, the writer schema's id, big-endian)
 schema from the worker's bounded cache (:data:`.registry.WRITERS`, fetched once per id), then
 fastavro's ``schemaless_reader(writer, reader)``: Avro schema resolution (fields added with a
 default, removed, promoted, reordered), written straight without resolution when the writer is
-the reader. A batch whose records all carry one header (the usual one) goes first to the C
-decoder (:mod:`.avro_native`: flat records straight into Arrow buffers, resolved once per
-writer schema id), else is read in one comprehension and becomes Arrow in one
+the reader. A batch is split by header (one group in the usual batch, two during a producer's
+schema roll-out); each group goes first to the C decoder (:mod:`.avro_native`: flat records
+straight into Arrow buffers, resolved once per writer schema id), else is read in one comprehension and becomes Arrow in one
 ``pa.array(dicts, type=struct)`` (bench/decode_micro.py, 2026-12-02: 1.5 us a record at 100 B
 against 2.9 us column by column); when any record fails, the record-by-record loop of
 :class:`.wire.ColumnDecoder` decodes the batch again and names the bad ones.
@@ -40,6 +40,16 @@ def _parse(text: str) -> Any:
     import fastavro
 
     return fastavro.parse_schema(json.loads(text))
+
+
+def _payloads(data: pa.Array) -> list[bytes | None]:
+    """Each record's bytes past the 5-byte header. The slice's end is the longest record, not
+    left open: pyarrow 26.0.1's ``binary_slice(data, 5)`` fails on some lengths (2 records:
+    "Negative buffer resize: -12", an overflow of its output size estimate)."""
+    import pyarrow.compute as pc
+
+    longest = pc.max(pc.binary_length(data)).as_py() or 5
+    return pc.binary_slice(data, 5, max(longest, 5)).to_pylist()
 
 
 class AvroColumnDecoder(ColumnDecoder):
@@ -79,24 +89,45 @@ class AvroColumnDecoder(ColumnDecoder):
 
     def decode(self, data: pa.Array, topic: str, partition: int, offsets: pa.Array
                ) -> tuple[pa.Array, pa.Array | None, pa.Array | None]:
-        fast = self._one_writer(data)
+        fast = self._by_writer(data)
         if fast is not None:
             return fast, None, None
         return super().decode(data, topic, partition, offsets)
 
-    def _one_writer(self, data: pa.Array) -> pa.Array | None:
-        """The column when every record has the same header and decodes (the usual batch: one
-        producer, one schema): by the C decoder where it takes the schemas and every record,
-        else in one fastavro comprehension without the per-record wrapper; None otherwise, and
-        the record-by-record loop finds which record is bad and why."""
+    def _by_writer(self, data: pa.Array) -> pa.Array | None:
+        """The column decoded one writer schema id at a time, or None: the record-by-record loop
+        then finds which record is bad and why. During a producer's schema roll-out a batch
+        holds records of two writer ids; grouping them by header (in Arrow, no Python per
+        record) keeps such batches on the group decoders (:meth:`_one_writer`) instead of the
+        per-record loop. The groups are decoded from the batch sorted by header and put back in
+        the batch's order with the inverse permutation; nulls sort last and stay nulls."""
         import pyarrow.compute as pc
 
         if len(data) == data.null_count:
             return None
-        heads = pc.unique(pc.binary_slice(data, 0, 5)).drop_null()
-        if len(heads) != 1:
-            return None
-        head = heads[0].as_py()
+        heads = pc.binary_slice(data, 0, 5)
+        if pc.count_distinct(heads).as_py() == 1:
+            return self._one_writer(data, pc.min(heads).as_py())
+        order = pc.array_sort_indices(heads, null_placement="at_end")
+        ordered = data.take(order)
+        # the runs of equal heads in the sorted batch, in their order (value_counts: first seen first)
+        runs = pc.value_counts(heads.take(order).drop_null())
+        parts: list[pa.Array] = []
+        at = 0
+        for head, count in zip(runs.field("values").to_pylist(), runs.field("counts").to_pylist(), strict=True):
+            part = self._one_writer(ordered.slice(at, count), head)
+            if part is None:
+                return None
+            parts.append(part)
+            at += count
+        if at < len(data):
+            parts.append(pa.nulls(len(data) - at, self.arrow_type))
+        return pa.concat_arrays(parts).take(pc.array_sort_indices(order))
+
+    def _one_writer(self, data: pa.Array, head: bytes) -> pa.Array | None:
+        """The column of records that all start with ``head`` (or are null), when they decode:
+        by the C decoder where it takes the schemas and every record, else in one fastavro
+        comprehension without the per-record wrapper; None otherwise."""
         if len(head) != 5 or head[0] != 0:
             return None
         schema_id = int.from_bytes(head[1:5], "big")
@@ -119,9 +150,9 @@ class AvroColumnDecoder(ColumnDecoder):
         try:
             out = [None if p is None else read(io.BytesIO(p), writer, reader, return_named_type=True,
                                                return_named_type_override=True)
-                   for p in pc.binary_slice(data, 5).to_pylist()]
+                   for p in _payloads(data)]
             if self.shape is not None:
                 out = [self.shape(v) for v in out]
             return self.arrow(out)
-        except Exception:  # noqa: BLE001 - a bad record: the loop below names it
+        except Exception:  # noqa: BLE001 - a bad record: the loop names it
             return None

@@ -124,3 +124,43 @@ def test_restart_keeps_the_checkpoints_reader_schema(spark, kafka_broker, schema
     rows = spark.read.parquet(out).collect()
     assert sorted(r["offset"] for r in rows) == [0, 1, 2, 3, 4]
     assert all("channel" not in r["value"].asDict() for r in rows)
+
+
+FLAT_V1 = {"type": "record", "name": "Flat", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "item", "type": "string"},
+    {"name": "note", "type": ["null", "string"], "default": None},
+]}
+FLAT_V2 = {**FLAT_V1, "fields": FLAT_V1["fields"] + [{"name": "channel", "type": "string", "default": "web"}]}
+
+
+def test_interleaved_writer_versions_in_one_batch(spark, kafka_broker, schema_registry, topic, unique_name,
+                                                  tmp_path):
+    """v1 and v2 records of a flat schema (the C decoder's kind) interleaved in one batch, as
+    during a producer's roll-out, with a tombstone among them: each row is its own record's,
+    in offset order (the batch is decoded one writer id at a time, then put back in order)."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    v1 = AvroSerializer(sr.client(), json.dumps(FLAT_V1), conf={"auto.register.schemas": True})
+    v2 = AvroSerializer(sr.client(), json.dumps(FLAT_V2), conf={"auto.register.schemas": True})
+    p = Producer({"bootstrap.servers": boot})
+    want: dict[int, dict | None] = {}
+    for i in range(12):
+        rec: dict | None = {"id": i, "item": f"item-{i}", "note": None if i % 3 else f"n{i}"}
+        if i == 7:
+            rec, value = None, None
+        elif i % 2:
+            rec = {**rec, "channel": f"app{i}"}
+            value = v2(rec, ctx)
+        else:
+            value = v1(rec, ctx)
+            rec = {**rec, "channel": "web"}
+        p.produce(topic, value=value, partition=0)
+        want[i] = rec
+    assert p.flush(30) == 0
+    df = read_stream(spark, kafka_broker, unique_name("g"), typed_options(boot, topic, sr))
+    name = table_name(unique_name)
+    run_available_now(df.select("offset", "value"), str(tmp_path / "ck"), table=name)
+    got = {r["offset"]: (None if r["value"] is None else r["value"].asDict()) for r in spark.table(name).collect()}
+    assert got == want
+
