@@ -164,3 +164,53 @@ def test_interleaved_writer_versions_in_one_batch(spark, kafka_broker, schema_re
     got = {r["offset"]: (None if r["value"] is None else r["value"].asDict()) for r in spark.table(name).collect()}
     assert got == want
 
+
+KEY_V1 = {"type": "record", "name": "K", "namespace": "shop", "fields": [{"name": "k", "type": "long"}]}
+KEY_V2 = {**KEY_V1, "fields": KEY_V1["fields"] + [{"name": "region", "type": "string", "default": "eu"}]}
+KEY_V3 = {**KEY_V1, "fields": KEY_V1["fields"] + [{"name": "region", "type": "string", "default": "us"}]}
+KEY_V4 = {**KEY_V3, "fields": KEY_V3["fields"] + [{"name": "zone", "type": "int", "default": 0}]}
+
+
+def test_restart_keeps_the_checkpoints_key_reader_schema(spark, kafka_broker, schema_registry, topic, unique_name,
+                                                         tmp_path):
+    """keyFormat=avro across restarts, as for the value: a key version that changes only a
+    default (the same columns) registered while stopped leaves the restarted query on the
+    checkpoint's key schema (its default on the new keys, not the latest's); one with other
+    columns stops the query, naming the key's version, until keySchemaVersion says which."""
+    sr, boot = schema_registry, kafka_broker.bootstrap
+    group, ck, out = unique_name("g"), str(tmp_path / "ck"), str(tmp_path / "out")
+    kctx, vctx = SerializationContext(topic, MessageField.KEY), SerializationContext(topic, MessageField.VALUE)
+    kser = AvroSerializer(sr.client(), json.dumps(KEY_V1), conf={"auto.register.schemas": True})  # key version 1
+    vser = AvroSerializer(sr.client(), json.dumps(V1), conf={"auto.register.schemas": True})
+
+    def produce(ids: range) -> None:
+        p = Producer({"bootstrap.servers": boot})
+        for i in ids:
+            p.produce(topic, key=kser({"k": i * 10}, kctx), value=vser(order(i), vctx), partition=0)
+        assert p.flush(30) == 0
+
+    def run(**extra: str) -> None:
+        df = read_stream(spark, kafka_broker, group, typed_options(boot, topic, sr, keyFormat="avro", **extra))
+        run_available_now(df.select("offset", "key", "value.id"), ck, path=out)
+
+    produce(range(2))
+    register(sr, f"{topic}-key", KEY_V2)  # version 2, the latest at the first start: region "eu"
+    run()
+    produce(range(2, 4))
+    register(sr, f"{topic}-key", KEY_V3)  # version 3: only region's default changed
+    assert sr.client().get_latest_version(f"{topic}-key").version == 3
+    run()
+    rows = {r["offset"]: r for r in spark.read.parquet(out).collect()}
+    assert {o: (r["key"]["k"], r["key"]["region"], r["id"]) for o, r in rows.items()} == {
+        i: (i * 10, "eu", i) for i in range(4)}  # version 2's default: version 3's would be "us"
+    pins = logged_pins(ck)
+    assert len(pins) >= 2 and set(pins[0]) == {"key", "value"} and pins[max(pins)] == pins[min(pins)]
+
+    register(sr, f"{topic}-key", KEY_V4)  # version 4: other columns
+    produce(range(4, 5))
+    with pytest.raises(Exception, match=rf"checkpoint.s key reader schema is schema id \d+ \(subject "
+                                        rf"'{topic}-key' version 2\)"):
+        run()
+    run(keySchemaVersion="2")
+    rows = {r["offset"]: r for r in spark.read.parquet(out).collect()}
+    assert sorted(rows) == [0, 1, 2, 3, 4] and rows[4]["key"].asDict() == {"k": 40, "region": "eu"}
