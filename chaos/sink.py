@@ -52,7 +52,11 @@ class Batch:
 
 
 def read_batches(out: str) -> list[Batch]:
-    """Every complete batch file under ``out``, in write order."""
+    """Every complete batch file under ``out``, in write order: by time, then one owner's
+    batches by their number. A Java consumer's polls carry millisecond times and two polls in
+    one millisecond are common (the 2-hour soak of 2026-12-02 had them): ordered by time alone,
+    the files' order in the directory decided, and the order check saw records read after
+    later ones."""
     batches = []
     for path in glob.glob(os.path.join(out, "*.jsonl")):
         with open(path) as f:
@@ -60,5 +64,5 @@ def read_batches(out: str) -> list[Batch]:
         head = json.loads(lines[0])
         rows = tuple(tuple(json.loads(ln)) for ln in lines[1:] if ln)
         batches.append(Batch(head["owner"], int(head["batch"]), float(head["t"]), rows))  # type: ignore[arg-type]
-    batches.sort(key=lambda b: b.t)
+    batches.sort(key=lambda b: (b.t, b.owner, b.batch))
     return batches
