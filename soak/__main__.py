@@ -4,7 +4,8 @@ fault every ``--fault-every`` minutes (in turn: broker kill -9, member kill -9, 
 restart, broker SIGSTOP), a sample of every member's processes, checkpoints, triggers and the
 group's lag every minute into ``samples.csv``; then the chaos verdict (nothing lost, committed
 offsets never back, duplicates within the promise, committed = log end) and the soak's rules
-(soak/rules.py: files and threads flat after warm-up, RSS slope bounded), a table and a plot.
+(soak/rules.py: files and threads flat after warm-up, RSS slope and the JVM's live-heap floor
+bounded), a table and a plot.
 
     python -m soak --minutes 15                              # make soak
     python -m soak --minutes 120 --kafka-home ../shared/kafka-latest   # the long run, by hand

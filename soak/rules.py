@@ -1,5 +1,6 @@
 """The soak's judgement of its samples, pure: the CSV rows, the flatness rule for counts (open
-files, threads, checkpoint files, workers), the slope rule for RSS and the JVM's live heap, trigger p99.
+files, threads, checkpoint files, workers), the slope rule for RSS, the floor rule for the JVM's
+live heap, trigger p99.
 
 Samples are rows ``t_s, wall, subject, metric, value`` (one CSV, long format): a subject is a
 process role of one member incarnation (``a-1/driver_jvm``, ``a-1/runner``, ``a-1/workers``,
@@ -30,12 +31,21 @@ RSS_SLOPE_MB_PER_H = {"runner": 10.0, "workers": 10.0, "driver_py": 10.0, "plann
 #: 587 MB while its live heap stayed at 67-133 MB), so its RSS is held to a ceiling, not a slope;
 #: a native leak crosses it in a long run
 RSS_CEILING_MB = {"driver_jvm": 768.0 + 512.0}
-#: role -> bound of the slope of the heap in use right after a full GC (the live set), MB/hour:
-#: what a leak in the driver JVM grows (Spark's listeners, progress history and metrics are
-#: bounded by their own settings once warm)
-LIVE_HEAP_SLOPE_MB_PER_H = {"driver_jvm": 20.0}
+#: role -> bound of the slope of the live heap's floor (the heap in use right after a full GC,
+#: its lowest sample in each :data:`FLOOR_WINDOW_S`), MB/hour: what a leak in the driver JVM
+#: grows (Spark's listeners, progress history and metrics are bounded by their own settings once
+#: warm). The floor, not every sample: the live set also holds whatever batch is in flight when
+#: the GC runs, so it wanders (32-156 MB a minute in the 2-hour soak of 2026-12-02, no rising
+#: envelope) and a least-squares slope over the samples read that as +39.8 MB/h; a leak raises
+#: every window's lowest point
+LIVE_HEAP_FLOOR_MB_PER_H = {"driver_jvm": 20.0}
+#: the live heap's floor: the lowest sample of each window this long (from the first kept sample)
+FLOOR_WINDOW_S = 600.0
+#: a window with fewer samples than this has no floor; fewer floors than MIN_FLOORS: not judged
+MIN_WINDOW_SAMPLES = 3
+MIN_FLOORS = 4
 #: metric -> the slope bounds by role
-SLOPE_BOUNDS = {"rss_mb": RSS_SLOPE_MB_PER_H, "live_heap_mb": LIVE_HEAP_SLOPE_MB_PER_H}
+SLOPE_BOUNDS = {"rss_mb": RSS_SLOPE_MB_PER_H}
 #: Spark keeps this many batches in a checkpoint's offsets and commits logs
 #: (spark.sql.streaming.minBatchesToRetain): its file count grows until then by design, so a
 #: checkpoint is judged from the first sample with this many offset files on (and after warm-up)
@@ -111,6 +121,19 @@ def after_warmup(points: Sequence[tuple[float, float]], warmup_s: float) -> list
     return [p for p in points if p[0] - start >= warmup_s]
 
 
+def window_floors(points: Sequence[tuple[float, float]], window_s: float = FLOOR_WINDOW_S,
+                  min_samples: int = MIN_WINDOW_SAMPLES) -> list[tuple[float, float]]:
+    """(mid-time, lowest value) of each ``window_s`` window from the first point on that holds at
+    least ``min_samples`` points: the series' lower envelope."""
+    if not points:
+        return []
+    start = points[0][0]
+    windows: dict[int, list[float]] = {}
+    for t, v in points:
+        windows.setdefault(int((t - start) // window_s), []).append(v)
+    return [(start + (i + 0.5) * window_s, min(vs)) for i, vs in sorted(windows.items()) if len(vs) >= min_samples]
+
+
 def halves_max(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     """(max of the first half, max of the last half); an odd middle point goes to the last half."""
     mid = len(points) // 2
@@ -121,7 +144,7 @@ def halves_max(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 class SeriesVerdict:
     subject: str
     metric: str
-    rule: str  # "flat", "slope" or "ceiling"
+    rule: str  # "flat", "slope", "floor" or "ceiling"
     points: int  # samples after warm-up
     first_max: float | None = None
     last_max: float | None = None
@@ -132,6 +155,9 @@ class SeriesVerdict:
 
     @property
     def what(self) -> str:
+        if not self.judged and self.rule == "floor":
+            return (f"not judged ({self.points} samples after warm-up, {MIN_FLOORS} windows of "
+                    f"{FLOOR_WINDOW_S / 60:g} min with {MIN_WINDOW_SAMPLES} samples needed)")
         if not self.judged:
             return f"not judged ({self.points} samples after warm-up, {MIN_POINTS} needed)"
         op = "<=" if self.ok else ">"
@@ -139,7 +165,8 @@ class SeriesVerdict:
             return f"last-half max {self.last_max:g} {op} first-half max {self.first_max:g} + {self.bound:g}"
         if self.rule == "ceiling":
             return f"max {max(self.first_max, self.last_max):.0f} MB {op} {self.bound:g} MB"
-        return f"slope {self.slope:+.1f} MB/h {op} {self.bound:g} MB/h"
+        of = "floor slope" if self.rule == "floor" else "slope"
+        return f"{of} {self.slope:+.1f} MB/h {op} {self.bound:g} MB/h"
 
 
 def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]], warmup_s: float) -> SeriesVerdict | None:
@@ -159,6 +186,15 @@ def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]
         first, last = halves_max(kept)
         return SeriesVerdict(subject, metric, "ceiling", len(kept), first, last, slope_per_hour(kept), ceiling,
                              judged=True, ok=max(first, last) <= ceiling)
+    floor_bound = LIVE_HEAP_FLOOR_MB_PER_H.get(role(subject)) if metric == "live_heap_mb" else None
+    if floor_bound is not None:
+        floors = window_floors(kept)
+        if len(floors) < MIN_FLOORS:
+            return SeriesVerdict(subject, metric, "floor", len(kept), bound=floor_bound)
+        first, last = halves_max(kept)
+        slope = slope_per_hour(floors)
+        return SeriesVerdict(subject, metric, "floor", len(kept), first, last, slope, floor_bound,
+                             judged=True, ok=slope is not None and slope <= floor_bound)
     bound = SLOPE_BOUNDS.get(metric, {}).get(role(subject))
     if bound is not None:
         if len(kept) < MIN_POINTS:

@@ -1,5 +1,5 @@
 """The soak's rules (soak/rules.py) and its pure parsing (soak/probe.py): flat counts, the RSS
-slope, warm-up per series, p99, the CSV round trip."""
+slope, the live heap's floor, warm-up per series, p99, the CSV round trip."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from soak.rules import (
     series_table,
     slope_per_hour,
     summary,
+    window_floors,
     write_rows,
 )
 
@@ -97,14 +98,42 @@ def test_rss_slope_bounds_by_role():
     assert judge_series("a-1/workers", "rss_mb", _minutes([80, 80, 80, 40, 40, 40]), 0).ok
 
 
-def test_the_driver_jvms_live_heap_has_its_own_slope_bound():
-    # a heap that G1 grows towards -Xmx shows in RSS; only the live set after a full GC is a leak
-    flat = _minutes([180 + (i % 3) for i in range(30)])
-    growing = _minutes([180 + i for i in range(30)])  # +60 MB/h
+def test_the_driver_jvms_live_heap_is_judged_by_its_floor():
+    # a heap that G1 grows towards -Xmx shows in RSS; only the live set after a full GC is a leak,
+    # and a leak raises its floor: the lowest sample of every 10 minutes
+    flat = _minutes([180 + (i % 3) for i in range(60)])
+    growing = _minutes([180 + i for i in range(60)])  # +60 MB/h
     assert judge_series("a-1/driver_jvm", "live_heap_mb", flat, 0).ok
     v = judge_series("a-1/driver_jvm", "live_heap_mb", growing, 0)
-    assert v.judged and not v.ok and v.bound == 20.0
+    assert v.judged and not v.ok and v.rule == "floor" and v.bound == 20.0
+    assert v.slope == pytest.approx(60.0)
     assert judge_series("a-1/runner", "live_heap_mb", growing, 0) is None
+
+
+def test_a_wandering_live_heap_with_a_level_floor_passes():
+    # the 2-hour soak's b-2 (2026-12-02): the live set holds whatever batch is in flight, so it
+    # wanders 40-156 MB; here the high samples come later more often, which a least-squares
+    # slope reads as a leak, but every window still falls back to the same floor
+    values = [40 if i % (4 if i < 30 else 7) == 0 else (90 if i < 30 else 150) for i in range(60)]
+    points = _minutes(values)
+    assert slope_per_hour(points) > 20.0  # the slope rule of before failed it
+    v = judge_series("b-2/driver_jvm", "live_heap_mb", points, 0)
+    assert v.judged and v.ok and v.slope == pytest.approx(0.0)
+
+
+def test_a_rising_floor_under_spikes_fails():
+    # spikes on top, the lowest point of each window 30 MB/h higher than the one before
+    values = [40 + i / 2 + (100 if i % 10 else 0) for i in range(60)]
+    v = judge_series("a-2/driver_jvm", "live_heap_mb", _minutes(values), 0)
+    assert v.judged and not v.ok and "floor slope +30.0 MB/h > 20 MB/h" in v.what
+
+
+def test_a_short_live_heap_series_is_reported_not_judged():
+    # the 2-hour soak's a-1: 4 samples in its last minutes before its kill, +505 MB/h by least squares
+    v = judge_series("a-1/driver_jvm", "live_heap_mb", _minutes([40, 60, 90, 140]), 0)
+    assert not v.judged and v.ok and "4 windows of 10 min" in v.what
+    assert window_floors(_minutes(range(35))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0), (2100.0, 30.0)]
+    assert window_floors(_minutes(range(32))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0)]  # 2 in the last
 
 
 def test_parse_heap_info():
