@@ -4,7 +4,8 @@ As confluent-kafka's ``JSONDeserializer`` with a reader schema: the 5-byte heade
 schema looked up by id (a record naming an id the registry does not have, or a schema that is
 not JSON Schema, is bad, as in the deserializer, which fetches it too), the payload parsed with
 ``json.loads``, then validated against the *reader* schema with ``jsonschema``'s validator for
-the schema's draft (``validator_for``, no format checking: the deserializer's defaults). A
+the schema's draft (``validator_for``, no format checking: the deserializer's defaults; sped up
+where it means the same by :mod:`.json_validate`). A
 record that is not JSON or does not validate is bad, with the validator's best-matching error
 and where in the document it is. JSON needs no resolution: a valid document is read by
 property name; absent properties take the reader schema's ``default`` (:mod:`.json_types`).
@@ -17,7 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_groupsource.decode.json_types import shaper, validator_of
+from spark_groupsource.decode.json_types import shaper
+from spark_groupsource.decode.json_validate import Validity
 from spark_groupsource.decode.registry import Registry
 from spark_groupsource.decode.wire import BadRecord, ColumnDecoder
 
@@ -30,7 +32,7 @@ class JsonColumnDecoder(ColumnDecoder):
         super().__init__(column, registry, arrow_type, permissive)
         self.reader_json = json.loads(reader_text)
         self.reader_id = reader_id
-        self.validator = validator_of(self.reader_json)
+        self.validity = Validity(self.reader_json)
         self.shape = shaper(self.reader_json)
         self._which = "the reader schema" if reader_id is None else f"the reader schema (id {reader_id})"
 
@@ -40,11 +42,8 @@ class JsonColumnDecoder(ColumnDecoder):
             doc = json.loads(data[5:])
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
             raise BadRecord(f"not JSON (writer schema id {schema_id}): {exc}") from None
-        if not self.validator.is_valid(doc):
-            from jsonschema.exceptions import best_match
-
-            err = best_match(self.validator.iter_errors(doc))
-            where = err.json_path if err is not None else "$"
+        if not self.validity.is_valid(doc):
+            message, where = self.validity.error(doc)
             raise BadRecord(f"does not validate against {self._which}, written with schema id {schema_id}: "
-                            f"{err.message if err is not None else 'invalid'} (at {where})")
+                            f"{message} (at {where})")
         return doc if self.shape is None else self.shape(doc)
