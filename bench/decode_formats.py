@@ -103,8 +103,15 @@ def _column(payloads: list[bytes], header: bytes, n: int) -> pa.Array:
     return pa.array([header + payloads[i % len(payloads)] for i in range(n)], pa.binary())
 
 
-def _offsets(col: pa.Array) -> pa.Array:
-    return pa.array(range(len(col)), pa.int64())
+def _decoded_by(dec) -> Callable[[pa.Array], pa.Array]:
+    """The executor's ``ColumnDecoder.decode`` of a column whose records are all good."""
+
+    def run(c: pa.Array) -> pa.Array:
+        typed, raw, _ = dec.decode(c, TOPIC, PARTITION, pa.array(range(len(c)), pa.int64()))
+        assert raw is None and typed.null_count == 0
+        return typed
+
+    return run
 
 
 def _struct_from_frame(df: pd.DataFrame, typ: pa.DataType) -> pa.Array:
@@ -130,10 +137,7 @@ def json_case(n: int, size: int) -> tuple[pa.Array, dict[str, Callable[[pa.Array
     validator = validator_of(ORDER_JSON)
     schema = pa.schema(list(typ))
 
-    def groupkafka(c: pa.Array) -> pa.Array:
-        typed, raw, _ = dec.decode(c, TOPIC, PARTITION, _offsets(c))
-        assert raw is None and typed.null_count == 0
-        return typed
+    groupkafka = _decoded_by(dec)
 
     def loads(c: pa.Array) -> list:
         return [json.loads(v[5:]) for v in c.to_pylist()]
@@ -193,10 +197,7 @@ def protobuf_case(n: int, size: int) -> tuple[pa.Array, dict[str, Callable[[pa.A
     col = _column(payloads, b"\x00" + struct.pack(">I", SCHEMA_ID) + b"\x00", n)  # message index [0]
     dec = ProtobufColumnDecoder("value", _Schemas(text), text, SCHEMA_ID, typ, permissive=False)  # type: ignore[arg-type]
 
-    def groupkafka(c: pa.Array) -> pa.Array:
-        typed, raw, _ = dec.decode(c, TOPIC, PARTITION, _offsets(c))
-        assert raw is None and typed.null_count == 0
-        return typed
+    groupkafka = _decoded_by(dec)
 
     def parse(c: pa.Array) -> list:
         return [cls.FromString(v[6:]) for v in c.to_pylist()]

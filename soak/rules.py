@@ -189,21 +189,22 @@ def judge_series(subject: str, metric: str, points: Sequence[tuple[float, float]
     floor_bound = LIVE_HEAP_FLOOR_MB_PER_H.get(role(subject)) if metric == "live_heap_mb" else None
     if floor_bound is not None:
         floors = window_floors(kept)
-        if len(floors) < MIN_FLOORS:
-            return SeriesVerdict(subject, metric, "floor", len(kept), bound=floor_bound)
-        first, last = halves_max(kept)
-        slope = slope_per_hour(floors)
-        return SeriesVerdict(subject, metric, "floor", len(kept), first, last, slope, floor_bound,
-                             judged=True, ok=slope is not None and slope <= floor_bound)
+        return _slope_verdict(subject, metric, "floor", kept, floors, len(floors) >= MIN_FLOORS, floor_bound)
     bound = SLOPE_BOUNDS.get(metric, {}).get(role(subject))
     if bound is not None:
-        if len(kept) < MIN_POINTS:
-            return SeriesVerdict(subject, metric, "slope", len(kept), bound=bound)
-        first, last = halves_max(kept)
-        slope = slope_per_hour(kept)
-        return SeriesVerdict(subject, metric, "slope", len(kept), first, last, slope, bound,
-                             judged=True, ok=slope is not None and slope <= bound)
+        return _slope_verdict(subject, metric, "slope", kept, kept, len(kept) >= MIN_POINTS, bound)
     return None
+
+
+def _slope_verdict(subject: str, metric: str, rule: str, kept: Sequence[tuple[float, float]],
+                   fitted: Sequence[tuple[float, float]], enough: bool, bound: float) -> SeriesVerdict:
+    """The slope of ``fitted`` (every kept sample, or the floors) held to ``bound`` per hour."""
+    if not enough:
+        return SeriesVerdict(subject, metric, rule, len(kept), bound=bound)
+    first, last = halves_max(kept)
+    slope = slope_per_hour(fitted)
+    return SeriesVerdict(subject, metric, rule, len(kept), first, last, slope, bound,
+                         judged=True, ok=slope is not None and slope <= bound)
 
 
 def retained_from(offset_files: Sequence[tuple[float, float]]) -> float | None:
