@@ -22,7 +22,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spark_groupsource import config as opt
 from spark_groupsource.errors import OptionError
-from spark_groupsource.executor.fetch import read_partition
+from spark_groupsource.executor.fetch import read_ranges
 from spark_groupsource.logs import configure_worker_logging
 from spark_groupsource.planning.batch_plan import plan_tasks, resolve_ranges
 from spark_groupsource.planning.offset_reader import reader_for
@@ -83,19 +83,4 @@ class GroupKafkaBatchReader(DataSourceReader):
         configure_worker_logging()
         from spark_groupsource.decode import batch_transform
 
-        return read_partition(
-            opt.fetcher_config(self.opts),
-            ranges,
-            include_headers=self.opts.include_headers,
-            fail_on_data_loss=self.opts.fail_on_data_loss,
-            max_records_per_batch=self.opts.max_records_per_arrow_batch,
-            max_bytes_per_batch=self.opts.max_bytes_per_arrow_batch,
-            poll_timeout_ms=self.opts.poll_timeout_ms,
-            outage_timeout_ms=self.opts.broker_outage_timeout_ms,
-            security=self.opts.security,
-            fetcher=self.opts.fetcher,
-            gc_freeze=self.opts.worker_gc_freeze,
-            tcp_no_delay=self.opts.worker_tcp_no_delay,
-            adapt_prefetch=opt.prefetch_adapts(self.opts),
-            transform=batch_transform(self.opts, self.schema),
-        )
+        return read_ranges(self.opts, ranges, batch_transform(self.opts, self.schema))

@@ -125,23 +125,11 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: RangeInputPartition) -> Iterator:
         # imported here: executors only (pyarrow.compute stays off the driver's runner)
         from spark_groupsource.decode import batch_transform
-        from spark_groupsource.executor.fetch import read_partition
+        from spark_groupsource.executor.fetch import read_ranges
 
-        yield from read_partition(
-            opt.fetcher_config(self.opts),
-            partition.ranges,
-            include_headers=self.opts.include_headers,
-            fail_on_data_loss=self.opts.fail_on_data_loss,
-            max_records_per_batch=self.opts.max_records_per_arrow_batch,
-            max_bytes_per_batch=self.opts.max_bytes_per_arrow_batch,
-            poll_timeout_ms=self.opts.poll_timeout_ms,
-            outage_timeout_ms=self.opts.broker_outage_timeout_ms,
-            security=self.opts.security,
-            fetcher=self.opts.fetcher,
-            gc_freeze=self.opts.worker_gc_freeze,
-            tcp_no_delay=self.opts.worker_tcp_no_delay,
-            adapt_prefetch=opt.prefetch_adapts(self.opts),
-            transform=batch_transform(self.opts, self.schema, dict(getattr(partition, "schema_pins", ()))),
+        yield from read_ranges(
+            self.opts, partition.ranges,
+            batch_transform(self.opts, self.schema, dict(getattr(partition, "schema_pins", ()))),
         )
 
     def stop(self) -> None:

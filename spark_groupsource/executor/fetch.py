@@ -45,7 +45,13 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from spark_groupsource.config.access import RefusalWatch, authorization_error
-from spark_groupsource.config.client_configs import PREFETCH_KBYTES, PREFETCH_KBYTES_KEY
+from spark_groupsource.config.client_configs import (
+    PREFETCH_KBYTES,
+    PREFETCH_KBYTES_KEY,
+    fetcher_config,
+    prefetch_adapts,
+)
+from spark_groupsource.config.options import CommonOptions
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import AuthorizationError, BrokerError, DataLossError, OptionError
 from spark_groupsource.executor import native
@@ -164,6 +170,31 @@ def fetch_range(
         stats=stats,
         security=security,
         fetcher=fetcher,
+    )
+
+
+def read_ranges(
+    opts: CommonOptions,
+    ranges: Iterable[OffsetRange],
+    transform: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """:func:`read_partition` with a query's options, so that the batch and the stream reader
+    (and whatever reads for them later) fetch with the same settings."""
+    return read_partition(
+        fetcher_config(opts),
+        ranges,
+        include_headers=opts.include_headers,
+        fail_on_data_loss=opts.fail_on_data_loss,
+        max_records_per_batch=opts.max_records_per_arrow_batch,
+        max_bytes_per_batch=opts.max_bytes_per_arrow_batch,
+        poll_timeout_ms=opts.poll_timeout_ms,
+        outage_timeout_ms=opts.broker_outage_timeout_ms,
+        security=opts.security,
+        fetcher=opts.fetcher,
+        gc_freeze=opts.worker_gc_freeze,
+        tcp_no_delay=opts.worker_tcp_no_delay,
+        adapt_prefetch=prefetch_adapts(opts),
+        transform=transform,
     )
 
 
