@@ -124,14 +124,19 @@ def after_warmup(points: Sequence[tuple[float, float]], warmup_s: float) -> list
 def window_floors(points: Sequence[tuple[float, float]], window_s: float = FLOOR_WINDOW_S,
                   min_samples: int = MIN_WINDOW_SAMPLES) -> list[tuple[float, float]]:
     """(mid-time, lowest value) of each ``window_s`` window from the first point on that holds at
-    least ``min_samples`` points: the series' lower envelope."""
+    least ``min_samples`` points spread over at least half of it: the series' lower envelope. A
+    window cut short (a member killed two minutes into it) is left out: the lowest of a few
+    samples is no floor of ten minutes, and it sits above the others by chance (the 2-hour soak
+    of 2026-12-06: b-1's floors 70.4, 70.7, 69.3, 72.7 MB, then 109.2 from 3 samples in the 132 s
+    before its kill, read as +47.7 MB/h)."""
     if not points:
         return []
     start = points[0][0]
-    windows: dict[int, list[float]] = {}
+    windows: dict[int, list[tuple[float, float]]] = {}
     for t, v in points:
-        windows.setdefault(int((t - start) // window_s), []).append(v)
-    return [(start + (i + 0.5) * window_s, min(vs)) for i, vs in sorted(windows.items()) if len(vs) >= min_samples]
+        windows.setdefault(int((t - start) // window_s), []).append((t, v))
+    return [(start + (i + 0.5) * window_s, min(v for _, v in pts)) for i, pts in sorted(windows.items())
+            if len(pts) >= min_samples and pts[-1][0] - pts[0][0] >= window_s / 2]
 
 
 def halves_max(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

@@ -132,8 +132,22 @@ def test_a_short_live_heap_series_is_reported_not_judged():
     # the 2-hour soak's a-1: 4 samples in its last minutes before its kill, +505 MB/h by least squares
     v = judge_series("a-1/driver_jvm", "live_heap_mb", _minutes([40, 60, 90, 140]), 0)
     assert not v.judged and v.ok and "4 windows of 10 min" in v.what
-    assert window_floors(_minutes(range(35))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0), (2100.0, 30.0)]
+    assert window_floors(_minutes(range(36))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0), (2100.0, 30.0)]
     assert window_floors(_minutes(range(32))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0)]  # 2 in the last
+
+
+def test_a_window_cut_short_has_no_floor():
+    # the 2-hour soak's b-1 (2026-12-06): four level windows, then 3 samples in the 2 minutes
+    # before its kill, each above the floors before: no floor of a window, no leak
+    values = [70 + (i % 10) * 4 for i in range(40)] + [110, 114, 109]
+    points = _minutes(values)
+    assert [f for _, f in window_floors(points)] == [70, 70, 70, 70]
+    v = judge_series("b-1/driver_jvm", "live_heap_mb", points, 0)
+    assert v.judged and v.ok and v.slope == pytest.approx(0.0)
+    # the same 3 samples spread over 6 minutes are a window of their own, and a rising floor fails
+    spread = points + [(points[-1][0] + 180, 112), (points[-1][0] + 360, 111)]
+    assert window_floors(spread)[-1][1] == 109
+    assert not judge_series("b-1/driver_jvm", "live_heap_mb", spread, 0).ok
 
 
 def test_parse_heap_info():
