@@ -1,8 +1,9 @@
 """Typed Avro reads through a Schema Registry (issue 55): groupkafka's ``valueFormat=avro``
 against what open-source Spark users do today, Spark's own ``format("kafka")`` followed by a
-pandas UDF that strips the 5-byte Confluent header and decodes with fastavro; groupkafka's
-binary read (no decoding) as the floor. One Spark session, one Kafka broker, one Karapace
-(Karapace 3.16.0 from ../shared/karapace, as ``--schema-registry`` of the dev broker runs it).
+pandas UDF that strips the 5-byte Confluent header and decodes with fastavro, and (given a
+spark-avro jar) Spark's own ``from_avro`` on the header-stripped value; groupkafka's binary read
+(no decoding) as the floor. One Spark session, one Kafka broker, one Karapace (Karapace 3.16.0
+from ../shared/karapace, as ``--schema-registry`` of the dev broker runs it).
 
 Records: a 10-field ``Order`` of mixed types (long, string, int, double, float, boolean,
 timestamp-millis, enum, a nullable string, bytes), written with confluent-kafka's own
@@ -11,11 +12,19 @@ that the Avro payload is about that many bytes. A pool of distinct records is se
 produced round-robin (the serializer costs about 20 us a record in Python; the readers decode
 every record whatever the pool).
 
-Why a pandas UDF with fastavro for Spark: open-source Spark's ``from_avro`` needs the spark-avro
-jar (none here, and no Maven repository to get it from) and cannot read the header or the
-registry anyway (SPARK-26314); a vectorized UDF is the fastest Python route a user has (a row
-UDF pickles one row at a time). The UDF fetches the writer schema by id from the registry once
-per worker, as groupkafka does, and returns the same struct of typed columns.
+Why a pandas UDF with fastavro for Spark: open-source Spark's ``from_avro`` cannot read the
+header or the registry (SPARK-26314), so a user who wants the writer's schema from the registry
+decodes in Python; a vectorized UDF is the fastest Python route (a row UDF pickles one row at a
+time). The UDF fetches the writer schema by id from the registry once per worker, as groupkafka
+does, and returns the same struct of typed columns.
+
+``from_avro`` (reader ``from_avro``): Spark's ``format("kafka")``, then
+``from_avro(expr("substring(value, 6)"), <the writer's schema JSON>)`` and ``value.*``: the JVM
+route of a user who strips the header and hard-codes the one schema (it breaks as soon as the
+writer's schema evolves; here every record has the one writer schema, so it decodes them all).
+PySpark ships no spark-avro jar: the reader runs only when one is given, ``--spark-avro-jar PATH``
+or the environment's ``SPARK_AVRO_JAR`` (a jar of Spark's ``connector/avro`` built for this
+PySpark), and is left out with the reason printed otherwise.
 
 Method as bench/steady_state.py: every reader reads a topic of N records and one of 5N
 (``Trigger.AvailableNow`` -> ``noop``, ``startingOffsets=earliest``, the same
@@ -30,9 +39,9 @@ the readers flipping every round, the best per reader and topic:
 Before the timed rounds the typed readers are checked against each other on the N topic: the
 same sums and counts of every field (a reader that decodes wrongly fails the run).
 
-    python bench/registry_decode.py [--sizes 100,1000] [--n 100000] [--rounds 2]
-                                    [--partitions 4] [--cores 2] [--max-offsets-per-trigger 250000]
-                                    [--readers avro,udf,binary]
+    [SPARK_AVRO_JAR=spark-avro.jar] python bench/registry_decode.py [--sizes 100,1000] [--n 100000]
+        [--rounds 2] [--partitions 4] [--cores 2] [--max-offsets-per-trigger 250000]
+        [--readers avro,udf,from_avro,binary] [--spark-avro-jar PATH]
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ import random
 import sys
 import tempfile
 import time
+import zipfile
 
 import pandas as pd  # module level: the UDF's type hints are resolved from these globals
 
@@ -56,8 +66,13 @@ from spark_groupsource.devbroker._karapace import Karapace, karapace_missing  # 
 
 AVRO = "groupkafka avro"
 UDF = "Spark kafka + UDF"
+FROM_AVRO = "Spark kafka + from_avro"
 BINARY = "groupkafka binary"
-READER_NAMES = {"avro": AVRO, "udf": UDF, "binary": BINARY}
+READER_NAMES = {"avro": AVRO, "udf": UDF, "from_avro": FROM_AVRO, "binary": BINARY}
+#: the readers that decode into typed columns (checked against each other before timing)
+TYPED = (AVRO, UDF, FROM_AVRO)
+#: the class of spark-avro that ``from_avro`` resolves to (Spark's sql-api names it by reflection)
+FROM_AVRO_CLASS = "org/apache/spark/sql/avro/AvroDataToCatalyst.class"
 
 ORDER = {
     "type": "record", "name": "Order", "namespace": "bench",
@@ -124,6 +139,25 @@ def produce_avro(bootstrap: str, registry_url: str, topic: str, n: int, size: in
     return sum(len(v) for v in pool) // POOL
 
 
+def spark_avro_jar(path: str | None) -> tuple[str | None, str | None]:
+    """The spark-avro jar for the ``from_avro`` reader, or None and why not: ``path`` (from
+    ``--spark-avro-jar`` or ``SPARK_AVRO_JAR``) must be a jar holding ``from_avro``'s expression."""
+    if not path:
+        return None, ("no spark-avro jar given (--spark-avro-jar PATH or SPARK_AVRO_JAR; PySpark ships "
+                      "none, and from_avro needs one)")
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(path):
+        return None, f"the spark-avro jar {path} does not exist"
+    try:
+        with zipfile.ZipFile(path) as jar:
+            names = set(jar.namelist())
+    except (OSError, zipfile.BadZipFile) as e:
+        return None, f"{path} is not a jar ({e})"
+    if FROM_AVRO_CLASS not in names:
+        return None, f"{path} has no {FROM_AVRO_CLASS}: not a spark-avro jar"
+    return path, None
+
+
 def udf_frame(values: pd.Series, schemas: dict, fetch, reader=None, latest: int | None = None) -> pd.DataFrame:
     """The UDF's body: the header stripped, the writer schema by id (``schemas``, filled by
     ``fetch(id)`` once per id), fastavro's schemaless_reader per record (an older writer than
@@ -167,27 +201,34 @@ def udf_decoder(registry_url: str):
 def typed_df(spark, reader: str, bootstrap: str, registry_url: str, topic: str, args, stream: bool = True):
     """The DataFrame of ``reader`` on ``topic``: the typed struct's fields as columns (the binary
     floor: the raw value)."""
+    spark_source = reader in (UDF, FROM_AVRO)
     src = spark.readStream if stream else spark.read
-    r = (src.format("kafka" if reader == UDF else "groupkafka")
+    r = (src.format("kafka" if spark_source else "groupkafka")
          .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
          .option("startingOffsets", "earliest"))
     if stream and args.max_offsets_per_trigger > 0:
         r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
-    if reader != UDF:
+    if not spark_source:
         r = r.option("kafka.group.id", f"bench-sr-{time.time_ns()}").option("kafka.session.timeout.ms", "6000")
     if reader == AVRO:
         r = r.option("valueFormat", "avro").option("schemaRegistry.url", registry_url)
     df = r.load()
     if reader == UDF:
         return df.select(udf_decoder(registry_url)(df["value"]).alias("value")).select("value.*")
+    if reader == FROM_AVRO:
+        from pyspark.sql.avro.functions import from_avro
+        from pyspark.sql.functions import expr
+
+        # the 5-byte header stripped (SQL's substring counts from 1), the writer's schema hard-coded
+        return df.select(from_avro(expr("substring(value, 6)"), json.dumps(ORDER)).alias("value")).select("value.*")
     if reader == AVRO:
         return df.select("value.*")
     return df.select("value")
 
 
 def check_agree(spark, bootstrap: str, registry_url: str, topic: str, readers, args) -> None:
-    """Both typed readers give the same per-field sums and counts on ``topic`` (a batch read)."""
-    typed = [r for r in readers if r in (AVRO, UDF)]
+    """The typed readers give the same per-field sums and counts on ``topic`` (a batch read)."""
+    typed = [r for r in readers if r in TYPED]
     got = {r: tuple(typed_df(spark, r, bootstrap, registry_url, topic, args, stream=False)
                     .selectExpr(*CHECKS).first()) for r in typed}
     if len(set(got.values())) > 1:
@@ -229,14 +270,14 @@ def workload(spark, broker, registry_url: str, readers, size: int, args, warm: b
                 samples.setdefault((reader, count), []).append(
                     query(spark, reader, broker, registry_url, topic, count, args))
     out = {}
-    print(f"  {'reader':<20}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'JVM/M':>7}{'Py/M':>7}"
+    print(f"  {'reader':<25}{'wall N':>8}{'wall 5N':>9}{'rec/s':>12}{'CPU-s/M':>9}{'JVM/M':>7}{'Py/M':>7}"
           f"{'cores':>7}   rounds (wall N / 5N)")
     for reader in readers:
         s, b = best_sample(samples[(reader, n)]), best_sample(samples[(reader, 5 * n)])
         m = out[reader] = marginal(s, b)
         rounds = " ".join(f"{a.wall:.1f}/{c.wall:.1f}" for a, c in zip(samples[(reader, n)], samples[(reader, 5 * n)],
                                                                       strict=True))
-        print(f"  {reader:<20}{s.wall:>8.2f}{b.wall:>9.2f}{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}"
+        print(f"  {reader:<25}{s.wall:>8.2f}{b.wall:>9.2f}{m.rate:>12,.0f}{m.cpu_per_million:>9.2f}"
               f"{m.jvm_per_million:>7.2f}{m.python_per_million:>7.2f}{m.cores_busy:>7.2f}   {rounds}")
     return out
 
@@ -250,7 +291,10 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--cores", type=int, default=2, help="the Spark session's local[N]")
     ap.add_argument("--max-offsets-per-trigger", type=int, default=250_000, help="the same for every reader; 0: none")
-    ap.add_argument("--readers", default="avro,udf,binary", help=f"of {', '.join(READER_NAMES)}")
+    ap.add_argument("--readers", default="avro,udf,from_avro,binary", help=f"of {', '.join(READER_NAMES)}")
+    ap.add_argument("--spark-avro-jar", default=os.environ.get("SPARK_AVRO_JAR"),
+                    help="a spark-avro jar for the from_avro reader (default: $SPARK_AVRO_JAR); without one "
+                    "that reader is left out")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -264,8 +308,16 @@ def main(argv=None) -> int:
     readers = [READER_NAMES[r.strip()] for r in args.readers.split(",") if r.strip()]
     if UDF in readers and not jars:
         readers.remove(UDF)
-    spark = spark_session(args.cores, jars if UDF in readers else (),
-                          {"spark.python.authenticate.socketTimeout": "120s"})
+    avro_jar = None
+    if FROM_AVRO in readers:
+        avro_jar, why = spark_avro_jar(args.spark_avro_jar)
+        if why is None and not jars:
+            why = "it reads with Spark's own Kafka source, whose jars are missing"
+        if why is not None:
+            print(f"the from_avro reader is left out: {why}")
+            readers.remove(FROM_AVRO)
+    spark_jars = [*jars, avro_jar] if FROM_AVRO in readers else jars if UDF in readers else []
+    spark = spark_session(args.cores, spark_jars, {"spark.python.authenticate.socketTimeout": "120s"})
     limit = f"{args.max_offsets_per_trigger:,}" if args.max_offsets_per_trigger > 0 else "none"
     print(f"registry decode, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: kafka broker + Karapace, "
           f"{args.partitions} partitions, local[{args.cores}], AvailableNow -> noop, maxOffsetsPerTrigger={limit}, "
@@ -281,14 +333,17 @@ def main(argv=None) -> int:
         finally:
             registry.stop()
             spark.stop()
+    if avro_jar:
+        print(f"from_avro's spark-avro jar: {avro_jar}")
     print(f"\nsummary (marginal, best of {args.rounds}; load at the end {load_average()})")
-    print(f"  {'payload':<9}{'reader':<20}{'rec/s':>12}{'x UDF':>8}{'CPU-s/M':>9}{'x UDF':>8}")
+    print(f"  {'payload':<9}{'reader':<25}{'rec/s':>12}{'x UDF':>8}{'CPU-s/M':>9}{'x UDF':>8}{'JVM/M':>7}{'Py/M':>7}")
     for size, by in results:
         theirs = by.get(UDF)
         for reader, m in by.items():
             rel_rate = f"{ratio(m.rate, theirs.rate):.2f}x" if theirs else "-"
             rel_cpu = f"{ratio(m.cpu_per_million, theirs.cpu_per_million):.2f}x" if theirs else "-"
-            print(f"  {f'~{size} B':<9}{reader:<20}{m.rate:>12,.0f}{rel_rate:>8}{m.cpu_per_million:>9.2f}{rel_cpu:>8}")
+            print(f"  {f'~{size} B':<9}{reader:<25}{m.rate:>12,.0f}{rel_rate:>8}{m.cpu_per_million:>9.2f}{rel_cpu:>8}"
+                  f"{m.jvm_per_million:>7.2f}{m.python_per_million:>7.2f}")
     return 0
 
 
