@@ -10,6 +10,7 @@ bounded), a table and a plot.
     python -m soak --minutes 15                              # make soak
     python -m soak --minutes 120 --kafka-home ../shared/kafka-latest   # the long run, by hand
     python -m soak --minutes 15 --judge RUN/soak/samples.csv          # the series rules again
+    python -m soak --histograms RUN/soak/histograms     # what each driver JVM's live heap grew by
 
 Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments.
 """
@@ -30,7 +31,7 @@ from chaos.report import table
 from chaos.run import Run
 from chaos.traffic import java_missing
 from soak.probe import Sampler
-from soak.rules import default_warmup_s, judge, read_rows, series_table, summary
+from soak.rules import default_warmup_s, histogram_growth, judge, read_rows, series_table, summary
 
 #: a (re)started member's first batch: Spark took 250 s to start one at load 60 on 2 cores (the
 #: chaos suite's 240 s bound failed there); a slow start is the machine's, a member never reading is not
@@ -68,9 +69,27 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", help="where the run's directory goes (default: a new temp dir)")
     p.add_argument("--judge", metavar="CSV", help="judge a run's samples.csv again (the series rules only: the "
                    "chaos row is in its verdict.json) and exit; --minutes or --warmup as in that run")
+    p.add_argument("--histograms", metavar="DIR", help="the classes whose live bytes grew most between each "
+                   "driver JVM's first and last class histogram of a run (its histograms/ directory) and exit")
     p.add_argument("--quiet-timeout", type=float, default=300.0,
                    help="seconds to wait after production for the commits to reach the log end")
     return p.parse_args(argv)
+
+
+def _print_histogram_growth(folder: str) -> int:
+    by_owner: dict[str, list[str]] = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".txt"):
+            by_owner.setdefault(name.rsplit("-", 1)[0], []).append(name)
+    for owner, names in by_owner.items():
+        if len(names) < 2:
+            continue
+        with open(os.path.join(folder, names[0])) as f0, open(os.path.join(folder, names[-1])) as f1:
+            grown = histogram_growth(f0.read(), f1.read())
+        print(f"{owner}: {names[0]} -> {names[-1]}")
+        for cls, nbytes, n in grown:
+            print(f"  {nbytes / 1e6:+9.2f} MB {n:+9d}  {cls}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--faults: unknown {unknown} (known: {', '.join(FAULTS)})", file=sys.stderr)
         return 2
     warmup_s = 60.0 * args.warmup if args.warmup is not None else default_warmup_s(args.minutes)
+    if args.histograms:
+        return _print_histogram_growth(args.histograms)
     if args.judge:
         verdicts = judge(read_rows(args.judge), warmup_s)
         print(series_table(verdicts))

@@ -63,8 +63,7 @@ def jvm_live_heap_mb(pid: int, timeout: float = 30.0) -> float | None:
     G1 gave little back after these GCs: RSS rose 387 -> 588 MB in the 15-minute soak of
     2026-12-02 while the live heap stayed at 67-133 MB). None without jcmd or when the JVM does
     not answer."""
-    jcmd = shutil.which("jcmd") or (os.path.join(os.environ["JAVA_HOME"], "bin", "jcmd")
-                                    if os.environ.get("JAVA_HOME") else None)
+    jcmd = _jcmd()
     if not jcmd:
         return None
     try:
@@ -74,6 +73,25 @@ def jvm_live_heap_mb(pid: int, timeout: float = 30.0) -> float | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return parse_heap_info(out)
+
+
+def jvm_class_histogram(pid: int, timeout: float = 60.0) -> str | None:
+    """``jcmd PID GC.class_histogram`` (a full GC first, so live objects only): which classes hold
+    the live heap, to name what grows where the live-heap floor rises. None without jcmd or an
+    answer."""
+    jcmd = _jcmd()
+    if not jcmd:
+        return None
+    try:
+        return subprocess.run([jcmd, str(pid), "GC.class_histogram"], capture_output=True, text=True,
+                              timeout=timeout, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _jcmd() -> str | None:
+    return shutil.which("jcmd") or (os.path.join(os.environ["JAVA_HOME"], "bin", "jcmd")
+                                    if os.environ.get("JAVA_HOME") else None)
 
 
 def _parent(pid: int) -> int:
@@ -153,8 +171,10 @@ class Sampler:
     trigger p99, and the group's lag; appended to ``csv_path``. Faults are marked with
     :meth:`mark`."""
 
-    def __init__(self, run: Run, csv_path: str, interval: float = 60.0):
+    def __init__(self, run: Run, csv_path: str, interval: float = 60.0, histogram_every: int = 10):
         self.run, self.csv_path, self.interval = run, csv_path, interval
+        #: every this many rounds, each driver JVM's class histogram into histograms/ (0: never)
+        self.histogram_every = histogram_every
         self._tails: dict[str, ProgressTail] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -197,6 +217,8 @@ class Sampler:
                     live = [h for h in (jvm_live_heap_mb(p) for p in pids) if h is not None]
                     if live:
                         out.append(self._sample(f"{m.owner}/{role}", "live_heap_mb", sum(live)))
+                    if self.histogram_every and self.rounds % self.histogram_every == 0:
+                        self._keep_histograms(m.owner, pids)
                     stats = [s for s in (proc_stats(p) for p in pids) if s is not None]
                 out += [self._sample(f"{m.owner}/{role}", "rss_mb", sum(s.rss_mb for s in stats)),
                         self._sample(f"{m.owner}/{role}", "fds", sum(s.fds for s in stats)),
@@ -222,6 +244,18 @@ class Sampler:
                     self._sample("group", "lag", end - done)]
         self._write(out)
         self.rounds += 1
+
+    def _keep_histograms(self, owner: str, pids: list[int]) -> None:
+        """``histograms/<owner>-<seconds into the run>.txt``: ``python -m soak --histograms DIR``
+        compares each owner's first and last."""
+        folder = os.path.join(self.run.dir, "histograms")
+        os.makedirs(folder, exist_ok=True)
+        at = int(time.monotonic() - self.run.t0)
+        for pid in pids:
+            text = jvm_class_histogram(pid)
+            if text:
+                with open(os.path.join(folder, f"{owner}-{at:06d}.txt"), "w") as f:
+                    f.write(text)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -260,3 +260,23 @@ def series_table(verdicts: Sequence[SeriesVerdict]) -> str:
                                         num(v.last_max, "{:.0f}"), num(v.slope, "{:+.1f}"), num(v.bound), result))
                      + " |")
     return "\n".join(lines)
+
+
+def parse_class_histogram(text: str) -> dict[str, tuple[int, int]]:
+    """``jcmd GC.class_histogram``'s rows (``num: #instances #bytes class name (module)``) as
+    class name -> (instances, bytes)."""
+    rows: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].endswith(":") and parts[1].isdigit() and parts[2].isdigit():
+            rows[parts[3]] = (int(parts[1]), int(parts[2]))
+    return rows
+
+
+def histogram_growth(first: str, last: str, top: int = 15) -> list[tuple[str, int, int]]:
+    """The classes whose live bytes grew most from one class histogram to a later one:
+    (class, bytes grown, instances grown), largest growth first."""
+    a, b = parse_class_histogram(first), parse_class_histogram(last)
+    grown = [(name, nbytes - a.get(name, (0, 0))[1], n - a.get(name, (0, 0))[0])
+             for name, (n, nbytes) in b.items()]
+    return sorted((g for g in grown if g[1] > 0), key=lambda g: -g[1])[:top]

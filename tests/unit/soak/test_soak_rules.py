@@ -13,8 +13,10 @@ from soak.rules import (
     after_warmup,
     default_warmup_s,
     halves_max,
+    histogram_growth,
     judge,
     judge_series,
+    parse_class_histogram,
     percentile,
     read_rows,
     series_table,
@@ -234,3 +236,27 @@ def test_checkpoint_files_are_judged_once_spark_retains_its_batches():
                for i, s in enumerate(files)]
     (bad,) = judge(leaking + offsets, 120.0)
     assert bad.judged and not bad.ok
+
+
+#: the head of a real ``jcmd PID GC.class_histogram`` answer (a Kafka broker, JDK 17.0.15)
+HISTOGRAM = """3160:
+ num     #instances         #bytes  class name (module)
+-------------------------------------------------------
+   1:         60452       28984440  [B (java.base@17.0.15)
+   2:         20737        1784008  [Ljava.util.HashMap$Node; (java.base@17.0.15)
+   3:         38963        1558520  java.util.LinkedHashMap$Entry (java.base@17.0.15)
+Total        622899       50265016
+"""
+
+
+def test_parse_class_histogram_reads_rows_not_the_header_or_total():
+    rows = parse_class_histogram(HISTOGRAM)
+    assert rows == {"[B": (60452, 28984440), "[Ljava.util.HashMap$Node;": (20737, 1784008),
+                    "java.util.LinkedHashMap$Entry": (38963, 1558520)}
+
+
+def test_histogram_growth_names_what_grew_most_first():
+    later = (HISTOGRAM.replace("38963        1558520", "98963        3958520")
+             + "   4:          1000          64000  org.example.Leak\n")
+    assert histogram_growth(HISTOGRAM, later) == [
+        ("java.util.LinkedHashMap$Entry", 2_400_000, 60_000), ("org.example.Leak", 64_000, 1000)]
