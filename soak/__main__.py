@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -92,6 +93,18 @@ def _print_histogram_growth(folder: str) -> int:
     return 0
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGINT end the run as Ctrl-C does (producer stopped, members stopped, a verdict
+    of what ran): a soak started in the background (``nohup make soak ... &``) has SIGINT ignored,
+    and a plain SIGTERM left its brokers and Spark members running (2026-12-06)."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
@@ -125,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         from spark_groupsource.devbroker._kafka import check
 
         label = check().removeprefix("kafka: OK ")
+    _stop_on_signals()
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-soak-")
     print(f"soak: {args.minutes:g} min, a fault every {args.fault_every:g} min ({', '.join(faults)}), "
           f"{args.rate:g} records/s, {label}, 3 nodes; started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}",
