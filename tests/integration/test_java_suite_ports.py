@@ -29,6 +29,7 @@ from test_stream_support import duplicates, ends, owned_partitions, produce, sto
 from assignment.model import TopicPartition
 from helpers import (
     committed_offsets,
+    consume_all,
     group_member,
     kafka_group_departures,
     kafka_rebalance_reasons,
@@ -505,24 +506,9 @@ class _Feed:
         """Find each record delivered without an offset in the log, by partition and key."""
         if not self.unplaced[topic]:
             return
-        from confluent_kafka import OFFSET_BEGINNING, Consumer
-        from confluent_kafka import TopicPartition as CTP
-
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"feed-place-{topic}",
-                      "enable.auto.commit": False, "log_level": 0})
-        try:
-            ends = {p: c.get_watermark_offsets(CTP(topic, p), timeout=30)[1] for p in range(PARTS)}
-            c.assign([CTP(topic, p, OFFSET_BEGINNING) for p in range(PARTS)])
-            wanted, at = set(self.unplaced[topic]), {}
-            deadline = time.monotonic() + 60
-            while wanted - set(at) and time.monotonic() < deadline:
-                msg = c.poll(0.5)
-                if msg is not None and msg.error() is None and (msg.partition(), msg.key()) in wanted:
-                    at[(msg.partition(), msg.key())] = msg.offset()
-                if msg is None and all(c.position([CTP(topic, p)])[0].offset >= ends[p] for p in range(PARTS)):
-                    break
-        finally:
-            c.close()
+        wanted = set(self.unplaced[topic])
+        at = {(r.partition, r.key): r.offset for r in consume_all(self.bootstrap, topic, timeout=60)
+              if (r.partition, r.key) in wanted}
         assert wanted <= set(at), f"{topic}: delivered without an offset and not in the log: {sorted(wanted - set(at))[:5]}"
         with self._lock:
             self.landed[topic] |= {(p, o) for (p, _k), o in at.items()}
