@@ -32,7 +32,16 @@ from chaos.report import table
 from chaos.run import Run
 from chaos.traffic import java_missing
 from soak.probe import Sampler
-from soak.rules import default_warmup_s, histogram_growth, judge, read_rows, series_table, summary
+from soak.rules import (
+    default_warmup_s,
+    histogram_growth,
+    histogram_total_mb,
+    judge,
+    read_rows,
+    series_table,
+    slope_per_hour,
+    summary,
+)
 
 #: a (re)started member's first batch: Spark took 250 s to start one at load 60 on 2 cores (the
 #: chaos suite's 240 s bound failed there); a slow start is the machine's, a member never reading is not
@@ -78,18 +87,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _print_histogram_growth(folder: str) -> int:
+    """Per driver JVM incarnation: its live heap at each kept histogram (seconds into the run from
+    the file name) with their least-squares slope, and the classes that grew most from its first
+    histogram to its last."""
     by_owner: dict[str, list[str]] = {}
     for name in sorted(os.listdir(folder)):
         if name.endswith(".txt"):
             by_owner.setdefault(name.rsplit("-", 1)[0], []).append(name)
     for owner, names in by_owner.items():
+        texts = []
+        for name in names:
+            with open(os.path.join(folder, name)) as f:
+                texts.append(f.read())
+        live = [(float(name.rsplit("-", 1)[1][:-4]), histogram_total_mb(text)) for name, text in zip(names, texts, strict=True)]
+        points = [(t, mb) for t, mb in live if mb is not None]
+        slope = slope_per_hour(points)
+        print(f"{owner}: live heap " + ", ".join(f"{mb:.1f} MB at {t / 60:.0f} min" for t, mb in points)
+              + ("" if slope is None else f"; slope {slope:+.1f} MB/h"))
         if len(names) < 2:
             continue
-        with open(os.path.join(folder, names[0])) as f0, open(os.path.join(folder, names[-1])) as f1:
-            grown = histogram_growth(f0.read(), f1.read())
-        print(f"{owner}: {names[0]} -> {names[-1]}")
-        for cls, nbytes, n in grown:
-            print(f"  {nbytes / 1e6:+9.2f} MB {n:+9d}  {cls}")
+        print(f"  grew most, {names[0]} -> {names[-1]}:")
+        for cls, nbytes, n in histogram_growth(texts[0], texts[-1]):
+            print(f"  {nbytes / 2**20:+9.2f} MB {n:+9d}  {cls}")
     return 0
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 
 from chaos.procs import Member, cmdline, descendants
 from chaos.run import Run
-from soak.rules import Sample, percentile, write_rows
+from soak.rules import Sample, histogram_total_mb, percentile, write_rows
 
 RUNNER_MODULE = "python_streaming_source_runner"
 
@@ -47,38 +46,14 @@ def proc_stats(pid: int) -> ProcStats | None:
     return ProcStats(rss, fds, threads)
 
 
-_HEAP_USED = re.compile(r"^\s*\S.*\bheap\s+total\s+\d+K,\s+used\s+(\d+)K", re.MULTILINE)
-
-
-def parse_heap_info(text: str) -> float | None:
-    """The heap in use, in MB, from ``jcmd PID GC.heap_info`` (its first "... heap total NK, used
-    NK" line: G1's "garbage-first heap", or any other collector's); None when absent."""
-    m = _HEAP_USED.search(text)
-    return int(m.group(1)) / 1024.0 if m else None
-
-
-def jvm_live_heap_mb(pid: int, timeout: float = 30.0) -> float | None:
-    """The JVM's heap in use right after a full GC (``jcmd GC.run``, then ``GC.heap_info``): its
-    live set. RSS alone cannot tell a leak from G1 growing its committed heap towards -Xmx (and
-    G1 gave little back after these GCs: RSS rose 387 -> 588 MB in the 15-minute soak of
-    2026-12-02 while the live heap stayed at 67-133 MB). None without jcmd or when the JVM does
-    not answer."""
-    jcmd = _jcmd()
-    if not jcmd:
-        return None
-    try:
-        subprocess.run([jcmd, str(pid), "GC.run"], capture_output=True, timeout=timeout, check=True)
-        out = subprocess.run([jcmd, str(pid), "GC.heap_info"], capture_output=True, text=True,
-                             timeout=timeout, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return parse_heap_info(out)
-
-
 def jvm_class_histogram(pid: int, timeout: float = 60.0) -> str | None:
-    """``jcmd PID GC.class_histogram`` (a full GC first, so live objects only): which classes hold
-    the live heap, to name what grows where the live-heap floor rises. None without jcmd or an
-    answer."""
+    """``jcmd PID GC.class_histogram``: a full GC, then the live objects by class, counted in one
+    safepoint. Its total is the sample's live heap (:func:`soak.rules.histogram_total_mb`); its
+    rows name what grows where the floor rises. ``GC.heap_info`` read right after a full GC (the
+    probe until 2026-12-06) also counts what the JVM allocated in the fraction of a second
+    between the two jcmd calls: 71-95 MB on a soak's driver whose histograms, taken just before,
+    counted 62-63 MB. None without jcmd or
+    an answer."""
     jcmd = _jcmd()
     if not jcmd:
         return None
@@ -213,12 +188,13 @@ class Sampler:
                     out.append(self._sample(f"{m.owner}/{role}", "count", len(stats)))
                 if not stats:
                     continue
-                if role == "driver_jvm":  # RSS read again after the GC the live heap's sample runs
-                    live = [h for h in (jvm_live_heap_mb(p) for p in pids) if h is not None]
+                if role == "driver_jvm":  # RSS read again after the histogram's full GC
+                    texts = [t for t in (jvm_class_histogram(p) for p in pids) if t]
+                    live = [mb for mb in map(histogram_total_mb, texts) if mb is not None]
                     if live:
                         out.append(self._sample(f"{m.owner}/{role}", "live_heap_mb", sum(live)))
                     if self.histogram_every and self.rounds % self.histogram_every == 0:
-                        self._keep_histograms(m.owner, pids)
+                        self._keep_histograms(m.owner, texts)
                     stats = [s for s in (proc_stats(p) for p in pids) if s is not None]
                 out += [self._sample(f"{m.owner}/{role}", "rss_mb", sum(s.rss_mb for s in stats)),
                         self._sample(f"{m.owner}/{role}", "fds", sum(s.fds for s in stats)),
@@ -245,17 +221,15 @@ class Sampler:
         self._write(out)
         self.rounds += 1
 
-    def _keep_histograms(self, owner: str, pids: list[int]) -> None:
+    def _keep_histograms(self, owner: str, texts: list[str]) -> None:
         """``histograms/<owner>-<seconds into the run>.txt``: ``python -m soak --histograms DIR``
         compares each owner's first and last."""
         folder = os.path.join(self.run.dir, "histograms")
         os.makedirs(folder, exist_ok=True)
         at = int(time.monotonic() - self.run.t0)
-        for pid in pids:
-            text = jvm_class_histogram(pid)
-            if text:
-                with open(os.path.join(folder, f"{owner}-{at:06d}.txt"), "w") as f:
-                    f.write(text)
+        for text in texts:
+            with open(os.path.join(folder, f"{owner}-{at:06d}.txt"), "w") as f:
+                f.write(text)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -273,6 +273,16 @@ def parse_class_histogram(text: str) -> dict[str, tuple[int, int]]:
     return rows
 
 
+def histogram_total_mb(text: str) -> float | None:
+    """The live heap, in MB (2**20 bytes), from ``jcmd GC.class_histogram``'s ``Total`` row; None
+    when absent (an attach that failed)."""
+    for line in reversed(text.splitlines()):
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "Total" and parts[2].isdigit():
+            return int(parts[2]) / 2**20
+    return None
+
+
 def histogram_growth(first: str, last: str, top: int = 15) -> list[tuple[str, int, int]]:
     """The classes whose live bytes grew most from one class histogram to a later one:
     (class, bytes grown, instances grown), largest growth first."""

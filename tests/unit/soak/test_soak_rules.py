@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from soak.probe import ProgressTail, parse_heap_info, parse_status
+from soak.__main__ import main as soak_main
+from soak.probe import ProgressTail, parse_status
 from soak.rules import (
     MIN_POINTS,
     RETAINED_BATCHES,
@@ -14,6 +15,7 @@ from soak.rules import (
     default_warmup_s,
     halves_max,
     histogram_growth,
+    histogram_total_mb,
     judge,
     judge_series,
     parse_class_histogram,
@@ -152,16 +154,6 @@ def test_a_window_cut_short_has_no_floor():
     assert not judge_series("b-1/driver_jvm", "live_heap_mb", spread, 0).ok
 
 
-def test_parse_heap_info():
-    g1 = (" garbage-first heap   total 172032K, used 46464K [0x00000000e0000000, 0x0000000100000000)\n"
-          "  region size 1024K, 2 young (2048K), 1 survivors (1024K)\n"
-          " Metaspace       used 45994K, committed 46976K, reserved 1114112K\n")
-    assert parse_heap_info(g1) == pytest.approx(46464 / 1024)
-    parallel = " PSYoungGen      total 76288K, used 3932K [0x...)\n ParOldGen       total 175104K, used 0K\n"
-    assert parse_heap_info(parallel) is None
-    assert parse_heap_info("12345:\nAttach failed\n") is None
-
-
 def test_short_series_are_reported_not_judged():
     v = judge_series("a-2/driver_jvm", "fds", _minutes([1, 1000, 1, 5000, 9000]), 180.0)
     assert not v.judged and v.ok and v.points == 2 and f"{MIN_POINTS} needed" in v.what
@@ -260,3 +252,24 @@ def test_histogram_growth_names_what_grew_most_first():
              + "   4:          1000          64000  org.example.Leak\n")
     assert histogram_growth(HISTOGRAM, later) == [
         ("java.util.LinkedHashMap$Entry", 2_400_000, 60_000), ("org.example.Leak", 64_000, 1000)]
+
+
+def test_histogram_total_is_the_live_heap_in_mb():
+    assert histogram_total_mb(HISTOGRAM) == pytest.approx(50265016 / 2**20)
+    assert histogram_total_mb("12345:\nCommand executed successfully\n") is None
+    assert histogram_total_mb("") is None
+
+
+def test_histograms_report_lists_each_incarnations_live_heap_slope_and_growth(tmp_path, capsys):
+    later = HISTOGRAM.replace("38963        1558520", "98963        3958520").replace(
+        "Total        622899       50265016", "Total        682899       52665016")
+    (tmp_path / "a-1-000060.txt").write_text(HISTOGRAM)
+    (tmp_path / "a-1-003660.txt").write_text(later)
+    (tmp_path / "b-2-001200.txt").write_text(HISTOGRAM)
+    assert soak_main(["--histograms", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    grown_mb = 2_400_000 / 2**20
+    assert out[0] == (f"a-1: live heap {50265016 / 2**20:.1f} MB at 1 min, {52665016 / 2**20:.1f} MB at 61 min; "
+                      f"slope {grown_mb:+.1f} MB/h")
+    assert "java.util.LinkedHashMap$Entry" in out[2] and f"{grown_mb:+.2f} MB" in out[2]
+    assert out[3] == f"b-2: live heap {50265016 / 2**20:.1f} MB at 20 min"
