@@ -52,8 +52,7 @@ def jvm_class_histogram(pid: int, timeout: float = 60.0) -> str | None:
     rows name what grows where the floor rises. ``GC.heap_info`` read right after a full GC (the
     probe until 2026-12-06) also counts what the JVM allocated in the fraction of a second
     between the two jcmd calls: 71-95 MB on a soak's driver whose histograms, taken just before,
-    counted 62-63 MB. None without jcmd or
-    an answer."""
+    counted 62-63 MB. None without jcmd or an answer."""
     jcmd = _jcmd()
     if not jcmd:
         return None
