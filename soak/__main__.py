@@ -79,8 +79,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", help="where the run's directory goes (default: a new temp dir)")
     p.add_argument("--judge", metavar="CSV", help="judge a run's samples.csv again (the series rules only: the "
                    "chaos row is in its verdict.json) and exit; --minutes or --warmup as in that run")
-    p.add_argument("--histograms", metavar="DIR", help="the classes whose live bytes grew most between each "
-                   "driver JVM's first and last class histogram of a run (its histograms/ directory) and exit")
+    p.add_argument("--histograms", metavar="DIR", help="each driver JVM's live heap at each class histogram "
+                   "of a run (its histograms/ directory), its slope, and the classes whose live bytes grew most "
+                   "between its first and last histogram, and exit")
     p.add_argument("--quiet-timeout", type=float, default=300.0,
                    help="seconds to wait after production for the commits to reach the log end")
     return p.parse_args(argv)
