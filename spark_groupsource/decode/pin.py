@@ -81,11 +81,13 @@ def choose(column: str, loaded: int, checkpoint: int | None, *, explicit_version
         "version to move the query to the new columns (or start from a new checkpoint)")
 
 
-def pinned_tasks(tasks: list, pins: Mapping[str, int]) -> list:
-    """``tasks`` (RangeInputPartitions) carrying the batch's reader schema ids to the executors."""
+def pinned_tasks(tasks: list, pins: Mapping[str, int], schemas: Mapping[str, Any] | None = None) -> list:
+    """``tasks`` (RangeInputPartitions) carrying the batch's reader schema ids to the executors,
+    and those schemas with their references (``schemas``: column -> ResolvedSchema)."""
     if not pins:
         return tasks
     from spark_groupsource.decode.columns import PinnedPartition
 
     frozen = tuple(sorted((str(k), int(v)) for k, v in pins.items()))
-    return [PinnedPartition(index=t.index, ranges=t.ranges, schema_pins=frozen) for t in tasks]
+    carried = tuple(sorted((schemas or {}).items()))
+    return [PinnedPartition(index=t.index, ranges=t.ranges, schema_pins=frozen, schemas=carried) for t in tasks]
