@@ -125,7 +125,9 @@ def _retryable(exc: BaseException) -> bool:
 class Registry:
     """One SchemaRegistryClient and the retry rule around it (thread-safe)."""
 
-    def __init__(self, options: DecodeOptions, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, options: DecodeOptions, sleep: Callable[[float], None] = time.sleep, client: Any = None):
+        """``client``: a SchemaRegistryClient to use instead of one made from the options (the
+        tests' confluent-kafka in-memory registry, for what Karapace cannot hold)."""
         from confluent_kafka.schema_registry import SchemaRegistryClient
 
         self.url = options.registry_url or ""
@@ -133,8 +135,8 @@ class Registry:
         conf = options.client_conf()
         conf["max.retries"] = 0  # our own bounded retries below
         try:
-            self.client = SchemaRegistryClient(conf)
-            self._text = SchemaRegistryClient(conf)
+            self.client = client or SchemaRegistryClient(conf)
+            self._text = client or SchemaRegistryClient(conf)
         except (ValueError, TypeError, OSError) as exc:
             from spark_groupsource.errors import OptionError
 
@@ -302,10 +304,10 @@ class Registry:
         what = f"version {version} of subject {subject!r} (reference {name!r} of {referrer})"
         try:  # as registered (Protobuf: the .proto text, see _with_references); deleted versions too
             got = self._call(what, lambda: self._text.get_version(subject, version, True))
-        except SchemaNotFoundError as exc:
+        except SchemaNotFoundError:
             raise ReferenceNotFoundError(f"{referrer} refers to {name!r} as subject {subject!r} version {version}, "
-                                      f"which the Schema Registry at {self.url} does not have (deleted, or never "
-                                      f"registered there): {exc}") from None
+                                         f"which the Schema Registry at {self.url} does not have (HTTP 404: deleted, "
+                                         "or never registered there)") from None
         if (got.schema.schema_type or "AVRO") != kind:
             raise RegistryError(f"{referrer} refers to {name!r}, subject {subject!r} version {got.version}, a "
                                 f"{got.schema.schema_type or 'AVRO'} schema, not {kind}")

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from faultproxy import FaultProxy
 from protobuf_orders import shop_order, shop_order_class
 from schema_registry import batch_read, logged_pins, read_stream, run_available_now
+from test_registry_protobuf import options as protobuf_options
+from test_registry_protobuf import produce
 from test_stream_support import table_name
 
 pytestmark = pytest.mark.integration
@@ -36,16 +38,17 @@ CONF = {"use.deprecated.format": False}
 COLUMNS = ["id", "buyer", "status", "others", "total", "ratio", "card", "voucher"]
 
 
-def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap})
-    for v in values:
-        p.produce(topic, value=v, partition=0)
-    assert p.flush(30) == 0
-
-
 def options(bootstrap: str, topic: str, url: str, **extra: str) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "valueFormat": "protobuf",
-            "schemaRegistry.url": url, **extra}
+    return {**protobuf_options(bootstrap, topic, SimpleNamespace(url=url)), **extra}
+
+
+def write_orders(sr: Any, bootstrap: str, topic: str, n: int, **build: bool) -> tuple[Any, list[Any]]:
+    """``n`` orders of :func:`shop_order_class` written with ProtobufSerializer: (class, messages)."""
+    cls = shop_order_class(topic, **build)
+    ser = ProtobufSerializer(cls, sr.client(), conf=CONF)
+    written = [shop_order(cls, i) for i in range(n)]
+    produce(bootstrap, topic, [ser(m, SerializationContext(topic, MessageField.VALUE)) for m in written])
+    return cls, written
 
 
 def _enum(m: Any, field: str) -> str | None:
@@ -100,11 +103,7 @@ def test_two_levels_of_imports_and_a_shared_enum_row_for_row(spark, kafka_broker
     """order.proto imports customer.proto, which imports common.proto (its enum used by both):
     each file its own subject; a batch read and a stream give every row as the deserializer."""
     sr, boot = schema_registry, kafka_broker.bootstrap
-    ctx = SerializationContext(topic, MessageField.VALUE)
-    cls = shop_order_class(topic)
-    ser = ProtobufSerializer(cls, sr.client(), conf=CONF)
-    written = [shop_order(cls, i) for i in range(9)]
-    produce(boot, topic, [ser(m, ctx) for m in written])
+    _, written = write_orders(sr, boot, topic, 9)
     latest = sr.client().get_latest_version(f"{topic}-value")
     assert sorted(r.subject for r in latest.schema.references) == [f"{topic}/common.proto", f"{topic}/customer.proto"]
     assert [r.subject for r in sr.client().get_latest_version(f"{topic}/customer.proto").schema.references] == [
@@ -177,10 +176,7 @@ def test_fresh_workers_read_while_the_registry_is_unreachable(spark, kafka_broke
     with a writer schema no worker has seen fails the read, naming the registry."""
     sr, boot = schema_registry, kafka_broker.bootstrap
     ctx = SerializationContext(topic, MessageField.VALUE)
-    cls = shop_order_class(topic)
-    ser = ProtobufSerializer(cls, sr.client(), conf=CONF)
-    written = [shop_order(cls, i) for i in range(4)]
-    produce(boot, topic, [ser(m, ctx) for m in written])
+    _, written = write_orders(sr, boot, topic, 4)
     want = {i: expected(m) for i, m in enumerate(written)}
     proxy = FaultProxy().start(urlparse(sr.url).port)
     url = f"http://127.0.0.1:{proxy.port}"
