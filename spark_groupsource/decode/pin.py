@@ -21,6 +21,11 @@ checkpoint's:
   explicit new version moves the query on).
 
 A batch replayed at a restart decodes with the ids in its own offsets, whatever is chosen here.
+
+An id pins the whole closure: a registered schema's references name fixed versions of other
+subjects, and the same text with other reference versions is another id. A referenced subject
+that gains a version changes no pinned query; the columns compared above are derived across
+the references (:func:`.columns.spark_type_of`).
 """
 
 from __future__ import annotations
