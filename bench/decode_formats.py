@@ -89,6 +89,11 @@ class _Schemas:
     def __init__(self, text: str):
         self.text = text
 
+    def resolved_by_id(self, schema_id: int, kind: str = "AVRO", message: str | None = None) -> object:
+        from spark_groupsource.decode.registry import ResolvedSchema
+
+        return ResolvedSchema(self.schema_by_id(schema_id, kind), schema_id, kind=kind, message=message)
+
     def schema_by_id(self, schema_id: int, kind: str = "AVRO") -> str:
         return self.text
 

@@ -37,7 +37,7 @@ class GroupKafkaBatchReader(DataSourceReader):
     """``spark.read.format("groupkafka")``: options as the stream reader where they apply,
     plus endingOffsets / endingTimestamp / endingOffsetsByTimestamp / groupCoordinated."""
 
-    def __init__(self, schema, options: Mapping[str, str]):
+    def __init__(self, schema, options: Mapping[str, str], readers: Mapping[str, Any] | None = None):
         self.opts = opt.parse_batch_options(options)
         self.schema = schema  # typed columns carry their reader schema ids (spark_groupsource.decode)
         if self.opts.commit_offsets:
@@ -47,6 +47,10 @@ class GroupKafkaBatchReader(DataSourceReader):
                 "use spark_groupsource.backfill.BackfillPlan and call commit() after the write",
             )
         self._tasks: list[RangeInputPartition] | None = None
+        from spark_groupsource.decode import plan_schemas
+
+        # made on the driver, pickled to the executors: the reader schemas travel with the plan
+        self.readers = plan_schemas(self.opts, schema, loaded=readers)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -83,4 +87,4 @@ class GroupKafkaBatchReader(DataSourceReader):
         configure_worker_logging()
         from spark_groupsource.decode import batch_transform
 
-        return read_ranges(self.opts, ranges, batch_transform(self.opts, self.schema))
+        return read_ranges(self.opts, ranges, batch_transform(self.opts, self.schema, readers=self.readers))

@@ -42,9 +42,12 @@ class GroupKafkaDataSource(DataSource):
         from spark_groupsource.schema import spark_schema  # pyarrow: after check_interpreter
 
         include = opt.parse_bool_option(self.options, "includeheaders", default=False)
-        from spark_groupsource.decode import schema_for  # typed key/value columns (issue 55)
+        from spark_groupsource.decode import schema_for  # typed key/value columns
 
-        typed = schema_for(self.options)
+        typed, readers = schema_for(self.options)
+        # Spark pickles this instance after schema() and makes the readers from it: the reader
+        # schemas (with their references) resolved here travel with the query to the executors
+        self.readers = readers
         return typed if typed is not None else spark_schema(include)
 
     def streamReader(self, schema: StructType):
@@ -52,7 +55,7 @@ class GroupKafkaDataSource(DataSource):
         from spark_groupsource.stream import GroupKafkaStreamReader
 
         try:
-            return GroupKafkaStreamReader(schema, self.options)
+            return GroupKafkaStreamReader(schema, self.options, getattr(self, "readers", None))
         except GroupKafkaError as exc:
             # PySpark's streaming runner calls reader.stop() in a `finally` after a failed
             # streamReader(); with no reader that ends the traceback in its own
@@ -63,7 +66,7 @@ class GroupKafkaDataSource(DataSource):
         check_interpreter()
         from spark_groupsource.batch import GroupKafkaBatchReader
 
-        return GroupKafkaBatchReader(schema, self.options)
+        return GroupKafkaBatchReader(schema, self.options, getattr(self, "readers", None))
 
 
 class _FailedStreamReader(DataSourceStreamReader):

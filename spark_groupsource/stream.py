@@ -36,9 +36,10 @@ except ImportError:  # pragma: no cover - pyproject requires >= 4.2.1
 class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``readStream.format("groupkafka")``: see the README for options and guarantees."""
 
-    def __init__(self, schema, options: Mapping[str, str]):
+    def __init__(self, schema, options: Mapping[str, str], readers: Mapping | None = None):
         self.opts = opt.parse_stream_options(options)
         self.schema = schema  # typed columns carry their reader schema ids (spark_groupsource.decode)
+        self.readers = dict(readers or {})  # those schemas with their references, resolved at load()
         self._pins: dict[str, int] | None = None  # reader schema ids this run decodes with (decode.pin)
         self._initial: str | None = None
         self._driver_state: StreamDriver | None = None
@@ -112,7 +113,13 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         by_tp = planned[1] if planned is not None else d.replay_ranges(end_json)
         ranges = [OffsetRange(tp.topic, tp.partition, s, u) for tp, (s, u) in sorted(by_tp.items()) if u > s]
         effective = self._schema_pins(pins)  # at a restart the replayed batch's are the checkpoint's
-        return pin.pinned_tasks(plan_tasks(ranges, self.opts), pins or effective)
+        pins = pins or effective
+        schemas = None
+        if pins:  # the reader schemas travel with the tasks (the registry is asked once per id here)
+            from spark_groupsource.decode import plan_schemas
+
+            schemas = plan_schemas(self.opts, self.schema, pins, self.readers)
+        return pin.pinned_tasks(plan_tasks(ranges, self.opts), pins, schemas)
 
     def commit(self, end) -> None:
         d = self._driver_state
@@ -129,7 +136,8 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
         yield from read_ranges(
             self.opts, partition.ranges,
-            batch_transform(self.opts, self.schema, dict(getattr(partition, "schema_pins", ()))),
+            batch_transform(self.opts, self.schema, dict(getattr(partition, "schema_pins", ())),
+                            dict(getattr(partition, "schemas", ()))),
         )
 
     def stop(self) -> None:

@@ -103,3 +103,85 @@ def order(cls: Any, i: int, *, state: int | None = None, **extra: Any) -> Any:
         m.voucher = i * 10
     m.ship.city = f"c{i}"
     return m
+
+
+# -- three files that import each other (schema references) ---------------------------------
+#
+#   <prefix>/common.proto:   package shop.common; enum Status { STATUS_UNKNOWN = 0; ACTIVE = 1; CLOSED = 2; }
+#                            message Money { string currency = 1; int64 units = 2; }
+#   <prefix>/customer.proto: package shop; import "<prefix>/common.proto"; import "google/protobuf/timestamp.proto";
+#                            message Customer { string name = 1; shop.common.Status status = 2;
+#                                               google.protobuf.Timestamp since = 3; [email=True:] string email = 4; }
+#   <prefix>/order.proto:    package shop; import "<prefix>/customer.proto"; import "<prefix>/common.proto";
+#                            message Order { int64 id = 1; oneof pay { string card = 6; int64 voucher = 7; }
+#                                            Customer buyer = 2; shop.common.Status status = 3;
+#                                            repeated Customer others = 4; shop.common.Money total = 5; float ratio = 8; }
+#
+# Two levels of imports (order -> customer -> common) and an enum both others use. ProtobufSerializer
+# registers each imported file under its path as subject (its default reference subject strategy).
+
+def shop_files(prefix: str, *, email: bool = False) -> list[Any]:
+    from google.protobuf import descriptor_pb2 as d
+
+    F = d.FieldDescriptorProto
+    opt, rep = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    common = d.FileDescriptorProto(name=f"{prefix}/common.proto", package="shop.common", syntax="proto3")
+    status = common.enum_type.add(name="Status")
+    for n, v in (("STATUS_UNKNOWN", 0), ("ACTIVE", 1), ("CLOSED", 2)):
+        status.value.add(name=n, number=v)
+    money = common.message_type.add(name="Money")
+    money.field.add(name="currency", number=1, type=F.TYPE_STRING, label=opt)
+    money.field.add(name="units", number=2, type=F.TYPE_INT64, label=opt)
+    customer = d.FileDescriptorProto(name=f"{prefix}/customer.proto", package="shop", syntax="proto3",
+                                     dependency=[f"{prefix}/common.proto", "google/protobuf/timestamp.proto"])
+    c = customer.message_type.add(name="Customer")
+    c.field.add(name="name", number=1, type=F.TYPE_STRING, label=opt)
+    c.field.add(name="status", number=2, type=F.TYPE_ENUM, type_name=".shop.common.Status", label=opt)
+    c.field.add(name="since", number=3, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp", label=opt)
+    if email:
+        c.field.add(name="email", number=4, type=F.TYPE_STRING, label=opt)
+    order_ = d.FileDescriptorProto(name=f"{prefix}/order.proto", package="shop", syntax="proto3",
+                                   dependency=[f"{prefix}/customer.proto", f"{prefix}/common.proto"])
+    o = order_.message_type.add(name="Order")
+    o.oneof_decl.add(name="pay")
+    o.field.add(name="id", number=1, type=F.TYPE_INT64, label=opt)
+    o.field.add(name="card", number=6, type=F.TYPE_STRING, label=opt, oneof_index=0)
+    o.field.add(name="voucher", number=7, type=F.TYPE_INT64, label=opt, oneof_index=0)
+    o.field.add(name="buyer", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Customer", label=opt)
+    o.field.add(name="status", number=3, type=F.TYPE_ENUM, type_name=".shop.common.Status", label=opt)
+    o.field.add(name="others", number=4, type=F.TYPE_MESSAGE, type_name=".shop.Customer", label=rep)
+    o.field.add(name="total", number=5, type=F.TYPE_MESSAGE, type_name=".shop.common.Money", label=opt)
+    o.field.add(name="ratio", number=8, type=F.TYPE_FLOAT, label=opt)
+    return [common, customer, order_]
+
+
+def shop_order_class(prefix: str, *, email: bool = False) -> Any:
+    """The Order class of :func:`shop_files` (a pool of its own, as one build of a producer)."""
+    from google.protobuf import descriptor_pool, timestamp_pb2
+    from google.protobuf.message_factory import GetMessageClass
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    for f in shop_files(prefix, email=email):
+        pool.Add(f)
+    return GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+def shop_order(cls: Any, i: int, **extra: Any) -> Any:
+    """Order ``i``: every field set on some orders and unset (its default) on others."""
+    import datetime as dt
+
+    m = cls(id=i, status=i % 3, ratio=(-0.0 if i % 4 == 1 else i / 8), **extra)
+    if i % 2 == 0:
+        m.card = f"card-{i}"
+    else:
+        m.voucher = i * 10
+    if i % 3 != 2:
+        m.buyer.name = f"buyer-{i}"
+        m.buyer.status = (i + 1) % 3
+        m.buyer.since.FromDatetime(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i))
+    for k in range(i % 3):
+        m.others.add(name=f"o{k}", status=k % 3)
+    if i % 2:
+        m.total.currency, m.total.units = "EUR", i * 100
+    return m

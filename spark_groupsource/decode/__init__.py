@@ -11,16 +11,18 @@
 - :mod:`.avro_native`  executors: a flat Avro record straight into Arrow buffers (_avro_arrow.c)
 - :mod:`.json_decode`  executors: JSON payloads (validated with jsonschema)
 - :mod:`.protobuf_decode` executors: Protobuf payloads (message indexes, dynamic messages)
+- :mod:`.references`   schema references (types from other subjects), per format
 - :mod:`.pin`          the reader schema ids kept in the stream offsets (restart = same schema)
 
-The Spark-facing modules call :func:`resolve_schema` (``DataSource.schema()``, at ``load()``)
-and :func:`batch_transform` (each task, on the executors).
+The Spark-facing modules call :func:`resolve_schema` (``DataSource.schema()``, at ``load()``),
+:func:`plan_schemas` (the driver: the reader schemas that travel with the plan) and
+:func:`batch_transform` (each task, on the executors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_groupsource.config.options import CommonOptions
 from spark_groupsource.decode.options import DecodeOptions, SideOptions, parse_decode_options
@@ -31,7 +33,7 @@ if TYPE_CHECKING:  # stream.py imports this package on the driver's runner: pyar
 
     from spark_groupsource.decode.registry import ReaderSchema, Registry
 
-__all__ = ["decode_options", "resolve_schema", "batch_transform", "DecodeOptions"]
+__all__ = ["decode_options", "resolve_schema", "plan_schemas", "batch_transform", "DecodeOptions"]
 
 
 def decode_options(opts: CommonOptions) -> DecodeOptions:
@@ -41,9 +43,15 @@ def decode_options(opts: CommonOptions) -> DecodeOptions:
 def resolve_schema(opts: CommonOptions) -> StructType | None:
     """The row schema with typed columns (asks the registry for the reader schemas), or None
     when every column stays binary."""
+    return resolve(opts)[0]
+
+
+def resolve(opts: CommonOptions) -> tuple[StructType | None, dict[str, ReaderSchema]]:
+    """:func:`resolve_schema`, and the registered reader schemas it derived the columns from
+    (column -> schema with its references): what the readers take to the executors."""
     dec = parse_decode_options(opts)
     if not dec.typed:
-        return None
+        return None, {}
     from spark_groupsource.decode.columns import typed_schema
     from spark_groupsource.decode.registry import registry_for
 
@@ -59,20 +67,54 @@ def resolve_schema(opts: CommonOptions) -> StructType | None:
                 from spark_groupsource.decode.registry import KINDS, ReaderSchema
 
                 readers[side.column] = ReaderSchema(side.inline_schema, kind=KINDS[side.format])
-    return typed_schema(opts.include_headers, dec, readers)
+    registered = {c: r for c, r in readers.items() if r.schema_id is not None}
+    return typed_schema(opts.include_headers, dec, readers), registered
 
 
-def batch_transform(opts: CommonOptions, schema: StructType | None,
-                    pins: Mapping[str, int] | None = None) -> Callable[[pa.RecordBatch], pa.RecordBatch] | None:
+def plan_schemas(opts: CommonOptions, schema: StructType | None, pins: Mapping[str, int] | None = None,
+                 loaded: Mapping[str, ReaderSchema] | None = None) -> dict[str, ReaderSchema]:
+    """The reader schemas with their references that a query's tasks decode with (column ->
+    schema), on the driver, so that they travel to the executors with the plan: a worker then
+    asks the registry only for writer schemas it has not seen. ``loaded``: those resolved at
+    ``load()`` (they came with the pickled data source); a pinned id they do not cover (a
+    checkpoint's, at a restart) is asked of the registry, once per process and id. ``pins`` as
+    in :func:`batch_transform`; columns without a registered reader are left out."""
+    dec = parse_decode_options(opts)
+    if not dec.typed or schema is None:
+        return {}
+    from spark_groupsource.decode.columns import pinned
+    from spark_groupsource.decode.registry import KINDS, registry_for
+
+    out = {}
+    for side in (dec.key, dec.value):
+        if not side.typed or side.inline_schema is not None:
+            continue
+        pin = (pins or {}).get(side.column)
+        if pin is None:
+            found = pinned(schema, side.column)
+            pin = found.schema_id if found is not None else None
+        carried = (loaded or {}).get(side.column)
+        if carried is not None and carried.schema_id == pin:
+            out[side.column] = carried
+        elif pin is not None:
+            out[side.column] = registry_for(dec).resolved_by_id(pin, KINDS[side.format], side.message)
+    return out
+
+
+def batch_transform(opts: CommonOptions, schema: StructType | None, pins: Mapping[str, int] | None = None,
+                    readers: Mapping[str, ReaderSchema] | None = None
+                    ) -> Callable[[pa.RecordBatch], pa.RecordBatch] | None:
     """What each fetched batch goes through on the executor (None: binary columns).
 
     ``schema`` is the Spark schema the DataFrame was defined with (its typed columns carry the
-    reader schema ids); ``pins`` overrides them per column (a stream batch's offsets)."""
+    reader schema ids); ``pins`` overrides them per column (a stream batch's offsets);
+    ``readers`` are the reader schemas that came with the plan (:func:`plan_schemas`): one whose
+    id is the column's is used as it is, without the registry."""
     dec = parse_decode_options(opts)
     if not dec.typed:
         return None
     from spark_groupsource.decode.columns import pinned
-    from spark_groupsource.decode.registry import KINDS, registry_for
+    from spark_groupsource.decode.registry import KINDS, ReaderSchema, registry_for
 
     if schema is None:
         schema = resolve_schema(opts)
@@ -86,20 +128,25 @@ def batch_transform(opts: CommonOptions, schema: StructType | None,
         if not side.typed:
             continue
         if side.inline_schema is not None:
-            text, reader_id = side.inline_schema, None
+            reader = ReaderSchema(side.inline_schema, kind=KINDS[side.format])
         else:
             pin = (pins or {}).get(side.column)
             if pin is None:
                 found = pinned(schema, side.column)
                 pin = found.schema_id if found is not None else None
-            if pin is None:  # a schema without metadata (e.g. given with .schema()): ask again
+            carried = (readers or {}).get(side.column)
+            if carried is not None and (pin is None or carried.schema_id == pin):
+                reader = carried
+            elif pin is None:  # a schema without metadata (e.g. given with .schema()): ask again
                 reader = registry.reader_schema(side)  # type: ignore[union-attr]
-                text, reader_id = reader.schema_str, reader.schema_id
             else:
-                text, reader_id = registry.schema_by_id(pin, KINDS[side.format]), pin  # type: ignore[union-attr]
-        extra = {"message": side.message} if side.format == "protobuf" else {}
+                reader = registry.resolved_by_id(pin, KINDS[side.format], side.message)  # type: ignore[union-attr]
+        extra: dict[str, Any] = {"references": reader.references} if reader.references else {}
+        if side.format == "protobuf":
+            extra["message"] = side.message
         decoders[side.column] = _decoder_class(side.format)(
-            side.column, registry, text, reader_id, arrow.field(side.column).type, dec.permissive, **extra)
+            side.column, registry, reader.schema_str, reader.schema_id, arrow.field(side.column).type,
+            dec.permissive, **extra)
 
     def transform(batch: pa.RecordBatch) -> pa.RecordBatch:
         if batch.num_rows == 0:
@@ -155,8 +202,8 @@ def _decoder_class(fmt: str) -> type:
     return AvroColumnDecoder
 
 
-def schema_for(options: Mapping[str, str]) -> StructType | None:
-    """:func:`resolve_schema` from Spark's raw options (``DataSource.schema()``: stream or batch)."""
+def schema_for(options: Mapping[str, str]) -> tuple[StructType | None, dict[str, ReaderSchema]]:
+    """:func:`resolve` from Spark's raw options (``DataSource.schema()``: stream or batch)."""
     from spark_groupsource.config.parsing import parse_batch_options, parse_stream_options
     from spark_groupsource.errors import OptionError
 
@@ -164,7 +211,7 @@ def schema_for(options: Mapping[str, str]) -> StructType | None:
         opts: CommonOptions = parse_stream_options(options)
     except OptionError:
         opts = parse_batch_options(options)
-    return resolve_schema(opts)
+    return resolve(opts)
 
 
 def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[str, int]) -> dict[str, int]:
@@ -175,7 +222,7 @@ def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[
         return {}
     from spark_groupsource.decode.columns import pinned, spark_type_of
     from spark_groupsource.decode.pin import choose
-    from spark_groupsource.decode.registry import KINDS, ReaderSchema, registry_for
+    from spark_groupsource.decode.registry import KINDS, registry_for
 
     out: dict[str, int] = {}
     for side in (dec.key, dec.value):
@@ -188,8 +235,7 @@ def effective_pins(opts: CommonOptions, schema: StructType, checkpoint: Mapping[
         same, described = False, f"schema id {old}"
         if old is not None and old != loaded.schema_id:
             kind = KINDS[side.format]
-            text = registry_for(dec).schema_by_id(old, kind)
-            same = spark_type_of(ReaderSchema(text, old, kind=kind, message=side.message)) == schema[side.column].dataType
+            same = spark_type_of(registry_for(dec).resolved_by_id(old, kind, side.message)) == schema[side.column].dataType
             described = registry_for(dec).versions_of(old, loaded.subject)
         out[side.column] = choose(
             side.column, loaded.schema_id, old, explicit_version=side.version is not None, same_columns=same,

@@ -28,18 +28,24 @@ import pyarrow as pa
 
 from spark_groupsource.decode import avro_native
 from spark_groupsource.decode.avro_types import shaper
-from spark_groupsource.decode.registry import Registry
+from spark_groupsource.decode.references import avro_text
+from spark_groupsource.decode.registry import Referenced, Registry, ResolvedSchema
 from spark_groupsource.decode.wire import BadRecord, ColumnDecoder, DecodeError
 
 __all__ = ["DecodeError", "AvroColumnDecoder"]
 
 
-def _parse(text: str) -> Any:
+def _parse_text(text: str) -> Any:
     import json
 
     import fastavro
 
     return fastavro.parse_schema(json.loads(text))
+
+
+def _parse(schema: ResolvedSchema) -> Any:
+    """A writer schema with the named types of its references in it (:mod:`.references`)."""
+    return _parse_text(avro_text(schema.schema_str, schema.references))
 
 
 def _payloads(data: pa.Array) -> list[bytes | None]:
@@ -56,13 +62,15 @@ class AvroColumnDecoder(ColumnDecoder):
     """Decodes one column (``key`` or ``value``) of record batches into ``arrow_type``."""
 
     def __init__(self, column: str, registry: Registry | None, reader_text: str, reader_id: int | None,
-                 arrow_type: pa.DataType, permissive: bool):
+                 arrow_type: pa.DataType, permissive: bool, references: tuple[Referenced, ...] = ()):
         import json
 
         super().__init__(column, registry, arrow_type, permissive)
+        reader_text = avro_text(reader_text, references)  # self-contained: the references' types in it
         self.reader_json = json.loads(reader_text)
-        self.reader = _parse(reader_text)
+        self.reader = _parse_text(reader_text)
         self.reader_id = reader_id
+        self.seed(reader_id, "AVRO", self.reader)
         self.shape: Callable[[Any], Any] | None = shaper(self.reader_json)
         self.native = avro_native.plan(self.reader, arrow_type)
         #: per writer schema id: its C decoder program resolved to the reader's (None: fastavro's)

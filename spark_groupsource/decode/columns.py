@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
 
 from spark_groupsource.decode.options import DecodeOptions
-from spark_groupsource.decode.registry import ReaderSchema, RegistryError
+from spark_groupsource.decode.registry import ReaderSchema, RegistryError, ResolvedSchema
 from spark_groupsource.ranges import RangeInputPartition
 from spark_groupsource.schema import spark_schema
 
@@ -57,21 +57,24 @@ def spark_type_of(reader: ReaderSchema) -> DataType:
 
             from spark_groupsource.decode.json_types import to_spark_type as json_type
             from spark_groupsource.decode.json_types import validator_of
+            from spark_groupsource.decode.references import json_resources
 
             parsed = json.loads(reader.schema_str)
+            resources = json_resources(reader.references)
             try:
-                validator_of(parsed)
+                validator_of(parsed, resources)
             except SchemaError as exc:
                 raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
-            return json_type(parsed).data_type
+            return json_type(parsed, resources).data_type
         if reader.kind == "PROTOBUF":
             from spark_groupsource.decode.protobuf_types import message_of
             from spark_groupsource.decode.protobuf_types import to_spark_type as proto_type
 
-            return proto_type(message_of(reader.schema_str, reader.message)).data_type
+            return proto_type(message_of(reader.schema_str, reader.message, reader.references)).data_type
         from spark_groupsource.decode.avro_types import to_spark_type
+        from spark_groupsource.decode.references import avro_schema
 
-        return to_spark_type(json.loads(reader.schema_str)).data_type
+        return to_spark_type(avro_schema(json.loads(reader.schema_str), reader.references)).data_type
     except ValueError as exc:  # AvroTypeError, JsonTypeError, ProtobufTypeError
         if reader.schema_id is None:
             raise
@@ -112,6 +115,9 @@ def pinned(schema: StructType, column: str) -> Pin | None:
 
 @dataclass(frozen=True)
 class PinnedPartition(RangeInputPartition):
-    """A stream task and the reader schema ids of its batch (column -> id)."""
+    """A stream task, the reader schema ids of its batch (column -> id) and those schemas with
+    their references (resolved on the driver: a worker needs the registry only for writer
+    schemas it has not seen)."""
 
     schema_pins: tuple[tuple[str, int], ...] = field(default=())
+    schemas: tuple[tuple[str, ResolvedSchema], ...] = field(default=())

@@ -20,24 +20,31 @@ import pyarrow as pa
 
 from spark_groupsource.decode.json_types import shaper
 from spark_groupsource.decode.json_validate import Validity
-from spark_groupsource.decode.registry import Registry
+from spark_groupsource.decode.references import json_resources
+from spark_groupsource.decode.registry import Referenced, Registry, ResolvedSchema
 from spark_groupsource.decode.wire import BadRecord, ColumnDecoder
 
 __all__ = ["JsonColumnDecoder"]
 
 
+def _parse(schema: ResolvedSchema) -> Any:
+    return json.loads(schema.schema_str)  # looked up as the deserializer does; the reader validates
+
+
 class JsonColumnDecoder(ColumnDecoder):
     def __init__(self, column: str, registry: Registry | None, reader_text: str, reader_id: int | None,
-                 arrow_type: pa.DataType, permissive: bool):
+                 arrow_type: pa.DataType, permissive: bool, references: tuple[Referenced, ...] = ()):
         super().__init__(column, registry, arrow_type, permissive)
         self.reader_json = json.loads(reader_text)
         self.reader_id = reader_id
-        self.validity = Validity(self.reader_json)
-        self.shape = shaper(self.reader_json)
+        resources = json_resources(references)
+        self.validity = Validity(self.reader_json, resources)
+        self.shape = shaper(self.reader_json, resources)
+        self.seed(reader_id, "JSON", self.reader_json)
         self._which = "the reader schema" if reader_id is None else f"the reader schema (id {reader_id})"
 
     def payload(self, schema_id: int, data: bytes) -> Any:
-        self.writer(schema_id, json.loads, "JSON")
+        self.writer(schema_id, _parse, "JSON")
         try:
             doc = json.loads(data[5:])
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError

@@ -22,10 +22,12 @@ JSON Schema (the reader schema)                 Spark
                                                 as Spark's JSON reader fills a string column
 ``$ref`` to this schema (``#/$defs/...``,       the referred schema
 ``#/definitions/...``, ``$id``/anchors)
+``$ref`` to another subject's schema            the referred schema (a schema reference,
+(the URI a schema reference is named by)        resolved by the registry module)
 ==============================================  ==========================================
 
-Refused (:class:`JsonTypeError`): recursion through ``$ref``; ``$ref`` outside the schema
-(schema references to other subjects: refused by the registry module); ``oneOf``/``anyOf``
+Refused (:class:`JsonTypeError`): recursion through ``$ref``; ``$ref`` that resolves neither
+within the schema nor to a schema reference; ``oneOf``/``anyOf``
 of several non-null members (other than integer and number); ``type`` arrays of several
 non-null types (the same exception); ``allOf`` of more than one member; tuple ``items``/
 ``prefixItems``; ``enum``/``const`` mixing kinds; ``false``.
@@ -40,7 +42,7 @@ when no conversion is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,16 +93,27 @@ _SCALARS: dict[str, DataType] = {"string": StringType(), "integer": LongType(), 
 _STRUCTURAL = ("properties", "additionalProperties", "items", "prefixItems", "patternProperties")
 
 
+def _registry(resources: Mapping[str, Any] | None) -> Any:
+    """A ``referencing.Registry`` of the referenced schemas, each under its ``$ref`` URI (as
+    confluent-kafka's JSONDeserializer builds it); nothing is fetched from the network."""
+    from referencing import Registry
+
+    registry = Registry()
+    for uri, contents in (resources or {}).items():
+        registry = registry.with_resource(uri, _resource(contents))
+    return registry
+
+
 class _Converter:
-    def __init__(self, root: Any):
-        from referencing import Registry, Resource
+    def __init__(self, root: Any, resources: Mapping[str, Any] | None = None):
+        from referencing import Resource
         from referencing.jsonschema import DRAFT7
 
         if isinstance(root, dict) or isinstance(root, bool):
             resource = Resource.from_contents(root, default_specification=DRAFT7)
         else:
             raise JsonTypeError(f"a JSON Schema is an object or a boolean, not {type(root).__name__}")
-        registry = Registry().with_resource("urn:groupkafka:reader", resource)
+        registry = _registry(resources).with_resource("urn:groupkafka:reader", resource)
         self.root = root
         self.resolver = registry.resolver_with_root(resource)
 
@@ -119,8 +132,9 @@ class _Converter:
             try:
                 found = resolver.lookup(ref)
             except Exception as exc:  # noqa: BLE001 - referencing's Unresolvable and its kin
-                raise JsonTypeError(f"{path}: $ref {ref!r} does not resolve within the schema "
-                                    f"({type(exc).__name__}); references to other schemas are not supported") from None
+                raise JsonTypeError(f"{path}: $ref {ref!r} does not resolve within the schema or its schema "
+                                    f"references ({type(exc).__name__}); a schema of another subject is "
+                                    "referred to by a schema reference named with this URI") from None
             return self.node(found.contents, f"{path}($ref {ref})", found.resolver, (*refs, ref))
         resolver = resolver.in_subresource(_resource(schema)) if "$id" in schema else resolver
         if "allOf" in schema:
@@ -244,26 +258,30 @@ def _resource(schema: dict) -> Any:
     return Resource.from_contents(schema, default_specification=DRAFT7)
 
 
-def _root(schema: Any) -> _Node:
-    conv = _Converter(schema)
+def _root(schema: Any, resources: Mapping[str, Any] | None) -> _Node:
+    conv = _Converter(schema, resources)
     return conv.node(schema, "#", conv.resolver, ())
 
 
-def to_spark_type(schema: Any) -> SparkField:
-    """The Spark type of a (parsed) JSON Schema; :class:`JsonTypeError` when it has none."""
-    n = _root(schema)
+def to_spark_type(schema: Any, resources: Mapping[str, Any] | None = None) -> SparkField:
+    """The Spark type of a (parsed) JSON Schema whose ``$ref`` may name ``resources`` (the
+    schemas of its references by URI); :class:`JsonTypeError` when it has none."""
+    n = _root(schema, resources)
     return SparkField(n.data_type, n.nullable)
 
 
-def shaper(schema: Any) -> Callable[[Any], Any] | None:
+def shaper(schema: Any, resources: Mapping[str, Any] | None = None) -> Callable[[Any], Any] | None:
     """Decoded document -> the value ``pa.array`` takes for :func:`to_spark_type` (None: as is)."""
-    return _root(schema).shape
+    return _root(schema, resources).shape
 
 
-def validator_of(schema: Any) -> Any:
-    """jsonschema's validator for ``schema``'s draft, the schema checked (SchemaError if bad)."""
+def validator_of(schema: Any, resources: Mapping[str, Any] | None = None) -> Any:
+    """jsonschema's validator for ``schema``'s draft, the schema checked (SchemaError if bad),
+    its ``$ref`` to ``resources`` resolved from them."""
     from jsonschema.validators import validator_for
 
     cls = validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    if not resources:
+        return cls(schema)
+    return cls(schema, registry=_registry(resources))

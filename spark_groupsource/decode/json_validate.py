@@ -9,7 +9,8 @@ same thing and only to say yes:
 - only for schemas that name draft 4, 6 or 7 in ``$schema`` (the drafts it implements; without
   ``$schema`` jsonschema takes the newest draft, whose keywords differ), with formats not checked
   and no defaults filled in (jsonschema's defaults, as the deserializer's), and no ``$ref``
-  fetched over the network (a schema whose compile would fetch one is left to jsonschema);
+  fetched over the network (a schema whose compile would fetch one is left to jsonschema, and
+  so is a schema with schema references to other subjects);
 - a document it rejects is judged again by jsonschema, whose verdict stands and whose error
   names what is wrong, so a difference between the two can only ever accept a document
   jsonschema would too (tests/unit/decode/test_json_validate.py compares their verdicts on
@@ -18,7 +19,7 @@ same thing and only to say yes:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from spark_groupsource.decode.json_types import validator_of
@@ -49,9 +50,9 @@ def _fast(schema: Any) -> Callable[[Any], Any] | None:
 class Validity:
     """``is_valid(doc)`` and, for an invalid one, ``error(doc)``: (message, JSON path)."""
 
-    def __init__(self, schema: Any):
-        self.validator = validator_of(schema)  # checks the schema (SchemaError if bad)
-        self.fast = _fast(schema)
+    def __init__(self, schema: Any, resources: Mapping[str, Any] | None = None):
+        self.validator = validator_of(schema, resources)  # checks the schema (SchemaError if bad)
+        self.fast = None if resources else _fast(schema)
 
     def is_valid(self, doc: Any) -> bool:
         fast = self.fast

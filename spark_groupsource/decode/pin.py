@@ -21,6 +21,11 @@ checkpoint's:
   explicit new version moves the query on).
 
 A batch replayed at a restart decodes with the ids in its own offsets, whatever is chosen here.
+
+An id pins the whole closure: a registered schema's references name fixed versions of other
+subjects, and the same text with other reference versions is another id. A referenced subject
+that gains a version changes no pinned query; the columns compared above are derived across
+the references (:func:`.columns.spark_type_of`).
 """
 
 from __future__ import annotations
@@ -81,11 +86,13 @@ def choose(column: str, loaded: int, checkpoint: int | None, *, explicit_version
         "version to move the query to the new columns (or start from a new checkpoint)")
 
 
-def pinned_tasks(tasks: list, pins: Mapping[str, int]) -> list:
-    """``tasks`` (RangeInputPartitions) carrying the batch's reader schema ids to the executors."""
+def pinned_tasks(tasks: list, pins: Mapping[str, int], schemas: Mapping[str, Any] | None = None) -> list:
+    """``tasks`` (RangeInputPartitions) carrying the batch's reader schema ids to the executors,
+    and those schemas with their references (``schemas``: column -> ResolvedSchema)."""
     if not pins:
         return tasks
     from spark_groupsource.decode.columns import PinnedPartition
 
     frozen = tuple(sorted((str(k), int(v)) for k, v in pins.items()))
-    return [PinnedPartition(index=t.index, ranges=t.ranges, schema_pins=frozen) for t in tasks]
+    carried = tuple(sorted((schemas or {}).items()))
+    return [PinnedPartition(index=t.index, ranges=t.ranges, schema_pins=frozen, schemas=carried) for t in tasks]

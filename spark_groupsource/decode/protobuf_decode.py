@@ -25,27 +25,29 @@ from spark_groupsource.decode.protobuf_types import (
     message_of,
     pool_of,
 )
-from spark_groupsource.decode.registry import Registry
+from spark_groupsource.decode.registry import Referenced, Registry, ResolvedSchema
 from spark_groupsource.decode.wire import BadRecord, ColumnDecoder
 
 __all__ = ["ProtobufColumnDecoder"]
 
 
-def _writer(text: str) -> Any:
+def _writer(schema: ResolvedSchema) -> Any:
     try:
-        return pool_of(text)
+        return pool_of(schema.schema_str, schema.references)
     except ProtobufTypeError as exc:
         return exc  # cached as what it is: every record naming this id is bad for the same reason
 
 
 class ProtobufColumnDecoder(ColumnDecoder):
     def __init__(self, column: str, registry: Registry | None, reader_text: str, reader_id: int | None,
-                 arrow_type: pa.DataType, permissive: bool, message: str | None = None):
+                 arrow_type: pa.DataType, permissive: bool, message: str | None = None,
+                 references: tuple[Referenced, ...] = ()):
         from google.protobuf.message_factory import GetMessageClass
 
         super().__init__(column, registry, arrow_type, permissive)
-        self.reader = message_of(reader_text, message)
+        self.reader = message_of(reader_text, message, references)
         self.reader_id = reader_id
+        self.seed(reader_id, "PROTOBUF", self.reader.file)
         self._cls = GetMessageClass(self.reader)
         self._convert = converter(self.reader)
         self._names: dict[tuple[int, tuple[int, ...]], str] = {}

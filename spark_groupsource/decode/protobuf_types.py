@@ -4,7 +4,8 @@ spark-protobuf's ``SchemaConverters`` / ``ProtobufDeserializer`` with their defa
 
 The registry's schema is a ``FileDescriptorProto`` (base64, as confluent-kafka's serializers
 exchange it: ``?format=serialized``); :func:`pool_of` loads it into its own ``DescriptorPool``
-beside the well-known types it may import (``google/protobuf/*.proto``).
+beside the well-known types it may import (``google/protobuf/*.proto``) and the files it imports
+from other subjects (schema references, each under its import path).
 
 =======================================  ===================================================
 Protobuf                                 Spark
@@ -36,7 +37,7 @@ not set (for proto3 fields without presence: one at its default, 0 or "") is nul
 
 Refused (:class:`ProtobufTypeError`): recursive messages (spark-protobuf refuses them unless
 ``recursive.fields.max.depth`` is set), messages with no fields (dropped by spark-protobuf;
-no Spark struct can be empty), imports other than the well-known types (schema references).
+no Spark struct can be empty), imports that are neither well-known types nor schema references.
 """
 
 from __future__ import annotations
@@ -93,24 +94,44 @@ def _well_known() -> list[Any]:
     return [any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2]
 
 
-def pool_of(serialized: str) -> Any:
-    """The ``FileDescriptor`` of a registry schema (base64 ``FileDescriptorProto``), in a pool
-    of its own with the well-known types."""
-    from google.protobuf import descriptor_pb2, descriptor_pool
+def _file_proto(serialized: str, name: str | None = None) -> Any:
+    from google.protobuf import descriptor_pb2
 
     try:
         proto = descriptor_pb2.FileDescriptorProto.FromString(base64.standard_b64decode(serialized))
     except Exception as exc:  # noqa: BLE001 - binascii.Error, protobuf's DecodeError
-        raise ProtobufTypeError(f"not a serialized FileDescriptorProto: {type(exc).__name__}: {exc}") from None
+        where = f" (the import {name!r})" if name else ""
+        raise ProtobufTypeError(f"not a serialized FileDescriptorProto{where}: {type(exc).__name__}: {exc}") from None
+    if name:
+        proto.name = name  # the import path it is referred to by, as confluent-kafka's deserializer names it
+    return proto
+
+
+def pool_of(serialized: str, references: tuple[Any, ...] = ()) -> Any:
+    """The ``FileDescriptor`` of a registry schema (base64 ``FileDescriptorProto``), in a pool
+    of its own with the well-known types and the files it imports from other subjects
+    (``references``: :class:`.registry.Referenced`, each after those it imports)."""
+    from google.protobuf import descriptor_pool
+
+    proto = _file_proto(serialized)
     pool = descriptor_pool.DescriptorPool()
     known = set()
     for module in _well_known():
         pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
         known.add(module.DESCRIPTOR.name)
+    try:
+        for ref in references:
+            if ref.name not in known:
+                pool.Add(_file_proto(ref.schema_str, ref.name))
+                known.add(ref.name)
+    except ProtobufTypeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - TypeError/KeyError from the pool for a broken file
+        raise ProtobufTypeError(f"the imported files do not load into a descriptor pool: {exc}") from None
     missing = [d for d in proto.dependency if d not in known]
     if missing:
-        raise ProtobufTypeError(f"the schema imports {', '.join(missing)}: schema references other than "
-                                "google/protobuf's well-known types are not supported yet")
+        raise ProtobufTypeError(f"the schema imports {', '.join(missing)}, which is neither one of google/protobuf's "
+                                "well-known types nor among its schema references")
     if not proto.name:
         proto.name = "default"  # what confluent-kafka's deserializer names it
     try:
@@ -120,9 +141,9 @@ def pool_of(serialized: str) -> Any:
         raise ProtobufTypeError(f"the schema does not load into a descriptor pool: {exc}") from None
 
 
-def message_of(serialized: str, name: str | None) -> Any:
+def message_of(serialized: str, name: str | None, references: tuple[Any, ...] = ()) -> Any:
     """The message ``name`` (full or simple name) of a registry schema; None: its first."""
-    fd = pool_of(serialized)
+    fd = pool_of(serialized, references)
     messages = list(fd.message_types_by_name.values())
     if not messages:
         raise ProtobufTypeError("the schema defines no message")

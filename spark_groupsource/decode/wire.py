@@ -22,7 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_groupsource.decode.registry import WRITERS, Registry, RegistryError, SchemaNotFoundError
+from spark_groupsource.decode.registry import (
+    WRITERS,
+    ReferenceNotFoundError,
+    Registry,
+    RegistryError,
+    ResolvedSchema,
+    SchemaNotFoundError,
+)
 from spark_groupsource.errors import GroupKafkaError
 
 __all__ = ["DecodeError", "BadRecord", "ColumnDecoder", "schema_id_of"]
@@ -80,8 +87,15 @@ class ColumnDecoder:
         return pa.array(out, type=self.arrow_type)
 
     # -- shared ------------------------------------------------------------------------------
-    def writer(self, schema_id: int, parse: Callable[[str], Any], kind: str = "AVRO") -> Any:
-        """Schema ``schema_id`` parsed, from this worker's cache (fetched once per id)."""
+    def seed(self, reader_id: int | None, kind: str, parsed: Any) -> None:
+        """The reader schema (which came with the plan) as this worker's writer schema of its
+        id: records written with it need no registry."""
+        if self.registry is not None and reader_id is not None:
+            WRITERS.put(self.registry.url, reader_id, kind, parsed)
+
+    def writer(self, schema_id: int, parse: Callable[[ResolvedSchema], Any], kind: str = "AVRO") -> Any:
+        """Schema ``schema_id`` (with its references) parsed, from this worker's cache (fetched
+        once per id)."""
         last = self._last
         if last is not None and last[0] == schema_id and last[1] == kind:
             return last[2]
@@ -91,6 +105,8 @@ class ColumnDecoder:
             writer = WRITERS.get(self.registry, schema_id, parse, kind)
             self._last = (schema_id, kind, writer)
             return writer
+        except ReferenceNotFoundError as exc:
+            raise BadRecord(f"writer schema id {schema_id}: {exc}") from None
         except SchemaNotFoundError:
             raise BadRecord(f"unknown schema id {schema_id}: the Schema Registry at {self.registry.url} "
                             "has none") from None

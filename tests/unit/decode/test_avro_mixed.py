@@ -44,6 +44,11 @@ class _Schemas:
 
     url = "memory://test-avro-mixed"
 
+    def resolved_by_id(self, schema_id: int, kind: str = "AVRO", message: str | None = None) -> object:
+        from spark_groupsource.decode.registry import ResolvedSchema
+
+        return ResolvedSchema(self.schema_by_id(schema_id, kind), schema_id, kind=kind, message=message)
+
     def schema_by_id(self, schema_id: int, kind: str = "AVRO") -> str:
         from spark_groupsource.decode.registry import SchemaNotFoundError
 
