@@ -1,5 +1,5 @@
-"""The jobs under spark-submit (separate processes) against the mock dev broker, and their
-command-line contract (--help, readable errors, exit codes)."""
+"""The jobs under spark-submit (separate processes) against Apache Kafka (the main test broker),
+and their command-line contract (--help, readable errors, exit codes)."""
 
 from __future__ import annotations
 
@@ -65,58 +65,58 @@ def produced_rows(records) -> set[tuple]:
     return {(r.topic, r.partition, r.offset, r.key, r.value) for r in records}
 
 
-def test_backfill_job_on_a_local_cluster_writes_and_commits(mock_broker, unique_name, tmp_path):
+def test_backfill_job_on_a_local_cluster_writes_and_commits(kafka_broker, unique_name, tmp_path):
     topic, group = unique_name("bf"), unique_name("g")
-    mock_broker.create_topic(topic, 4)
-    records = produce_keyed(mock_broker.bootstrap, topic, 40, partitions=4)
+    kafka_broker.create_topic(topic, 4)
+    records = produce_keyed(kafka_broker.bootstrap, topic, 40, partitions=4)
     out = tmp_path / "out"
     result = spark_submit(
         "local-cluster[2,1,1024]", "backfill.py",
-        "--bootstrap", mock_broker.bootstrap, "--topic", topic, "--group", group,
+        "--bootstrap", kafka_broker.bootstrap, "--topic", topic, "--group", group,
         "--output", str(out), "--max-records-per-partition", "4", "--commit",
     )
     line = summary(result, "backfill")
     assert re.search(r"rows=40 tasks=12 partitions=4 ", line), line
     assert f"{topic}-0[0,10)" in line and "committed=yes" in line
     assert parquet_rows(out) == produced_rows(records)
-    assert committed_offsets(mock_broker.bootstrap, group, topic, 4) == {0: 10, 1: 10, 2: 10, 3: 10}
+    assert committed_offsets(kafka_broker.bootstrap, group, topic, 4) == {0: 10, 1: 10, 2: 10, 3: 10}
     # The connector's INFO log reached the console (spark-submit merges Python's stderr into stdout).
     assert "INFO spark_groupsource.backfill: group" in result.stdout + result.stderr
     assert "INFO spark_groupsource.batch: batch plan: 40 records in 12 tasks" in result.stderr
 
 
-def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(mock_broker, unique_name, tmp_path):
+def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(kafka_broker, unique_name, tmp_path):
     """``--coordinated``: the job joins the group, reads the partitions it is assigned from the
     group's committed offsets (alone here: all of them; partition 0 already committed at 6) to
     the end, and commits after the write."""
     topic, group = unique_name("bfc"), unique_name("g")
-    mock_broker.create_topic(topic, 2)
-    records = produce_keyed(mock_broker.bootstrap, topic, 20, partitions=2)
-    c = Consumer({"bootstrap.servers": mock_broker.bootstrap, "group.id": group, "log_level": 3})
+    kafka_broker.create_topic(topic, 2)
+    records = produce_keyed(kafka_broker.bootstrap, topic, 20, partitions=2)
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": group, "log_level": 3})
     try:
         c.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
     finally:
         c.close()
     out = tmp_path / "out"
     result = spark_submit(
-        "local[2]", "backfill.py", "--bootstrap", mock_broker.bootstrap, "--topic", topic,
+        "local[2]", "backfill.py", "--bootstrap", kafka_broker.bootstrap, "--topic", topic,
         "--group", group, "--coordinated", "--output", str(out), "--commit",
         "-o", "kafka.session.timeout.ms=3000", "-o", "kafka.heartbeat.interval.ms=500",
     )
     line = summary(result, "backfill")
     assert f"{topic}-0[6,10)" in line and f"{topic}-1[0,10)" in line and "committed=yes" in line, line
     assert parquet_rows(out) == produced_rows(r for r in records if r.partition == 1 or r.offset >= 6)
-    assert committed_offsets(mock_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+    assert committed_offsets(kafka_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
 
-def test_stream_job_reads_the_group_into_parquet(mock_broker, unique_name, tmp_path):
+def test_stream_job_reads_the_group_into_parquet(kafka_broker, unique_name, tmp_path):
     topic, group = unique_name("st"), unique_name("g")
-    mock_broker.create_topic(topic, 2)
-    records = produce_keyed(mock_broker.bootstrap, topic, 30, partitions=2)
+    kafka_broker.create_topic(topic, 2)
+    records = produce_keyed(kafka_broker.bootstrap, topic, 30, partitions=2)
     config = tmp_path / "groupkafka.properties"
     config.write_text(
         "# test options\n"
-        f"kafka.bootstrap.servers={mock_broker.bootstrap}\n"
+        f"kafka.bootstrap.servers={kafka_broker.bootstrap}\n"
         f"kafka.group.id={group}\n"
         f"subscribe={topic}\n"
         "startingOffsets=earliest\n"
