@@ -3,9 +3,10 @@ random actions from a logged seed (tests/conformance/stress.py), on both readers
 the records compared after every step.
 
 CI runs one fixed seed in each option set, bounded (``GROUPKAFKA_STRESS_ITERATIONS``, default
-12 of Spark's 50 iterations). By hand: ``GROUPKAFKA_STRESS_SEED=random`` (or a number) and
-``GROUPKAFKA_STRESS_ITERATIONS=50``; the seed and every step are printed, and named in a
-failure, so a failing run is replayed with its seed. docs/conformance.md has the results.
+12 of Spark's 50 iterations). By hand: ``GROUPKAFKA_STRESS_SEED`` is a seed, a comma list,
+``random`` or ``random:N`` (N random seeds, one case each), and ``GROUPKAFKA_STRESS_ITERATIONS=50``.
+The seed is in the test id and every step is printed (``-s``) and named in a failure, so a
+failing run is replayed with its seed. docs/conformance.md has the results.
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ SEED_ENV, ITERATIONS_ENV = "GROUPKAFKA_STRESS_SEED", "GROUPKAFKA_STRESS_ITERATIO
 CI_ITERATIONS = 12
 
 
-def _seed() -> int:
+def _seeds() -> list[int]:
     raw = os.environ.get(SEED_ENV, "").strip()
-    if raw == "random":
-        return random.SystemRandom().randrange(2**31)
-    return int(raw) if raw else CI_SEED
+    if raw.startswith("random"):
+        n = int(raw.partition(":")[2] or 1)
+        return [random.SystemRandom().randrange(2**31) for _ in range(n)]
+    return [int(v) for v in raw.split(",")] if raw else [CI_SEED]
 
 
+@pytest.mark.parametrize("seed", _seeds())
 @pytest.mark.parametrize("mode", MODES)
-def test_stress_multiple_topics_and_partitions(spark, kafka_broker, unique_name, tmp_path, mode):
+def test_stress_multiple_topics_and_partitions(spark, kafka_broker, unique_name, tmp_path, mode, seed):
     """KafkaSourceStressSuite: five topics matching the pattern with 1-6 partitions and five
     records each (before the start, so neither reader reads them: from latest), then the plan's
     steps. After every step while the queries run, and at each of Spark's checks, both readers
@@ -44,7 +47,6 @@ def test_stress_multiple_topics_and_partitions(spark, kafka_broker, unique_name,
     options in ``spark-options`` (``kafka.metadata.max.age.ms=1``, ``kafka.request.timeout.ms``;
     ``kafka.default.api.timeout.ms``, a Java client setting, to Spark's source only);
     ``failOnDataLoss=false`` in both, as deleting a topic needs."""
-    seed = _seed()
     iterations = int(os.environ.get(ITERATIONS_ENV, "") or CI_ITERATIONS)
     plan = stress_plan(seed, iterations)
     bs, prefix = kafka_broker.bootstrap, unique_name("stress")
