@@ -1,6 +1,6 @@
 """Lint: every repository path named in a doc or a comment exists.
 
-A comment that points to ``tests/unit/some_test.py`` after that file was deleted sends the
+A comment that points to ``tests/unit/<a test>.py`` after that file was deleted sends the
 reader nowhere and hides that what it vouched for is gone. This finds, in the tracked Markdown
 files and in the comments and docstrings of the tracked Python files, every path that starts
 with one of the repository's own top-level directories (``tests/...``, ``spark_groupsource/...``,
