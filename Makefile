@@ -36,6 +36,8 @@ test-integration:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	# every repository path named in a doc or a comment exists (conf/check_paths.py)
+	$(PY) conf/check_paths.py
 
 # The last line's N: 1 KB and 10 KB records enough that even the small read's ranges are long
 # (over 128 MiB each), so both reads get the deeper prefetch of spark_groupsource/executor/prefetch.py

@@ -535,10 +535,15 @@ def assert_backs_off_while_down(kafka: Any, capfd: Any, node: int = 1) -> None:
     assert 0 < attempts <= MAX_OUTAGE_ATTEMPTS, f"{attempts} connection attempts in {OUTAGE_S:.0f}s"
 
 
+class WaitTimedOut(AssertionError):
+    """A bounded wait ran out: a hang, which a test counts as its failure, never as the
+    failure it expected (tests/conformance/harness.py's ``failure_of`` lets it through)."""
+
+
 def bounded_process_all(query: Any, timeout_s: float, label: str) -> None:
     """``processAllAvailable`` with a bounded wait (it has no timeout of its own); a failed
-    query raises its error, one that does not catch up within ``timeout_s`` an AssertionError
-    naming ``label``."""
+    query raises its error, one that does not catch up within ``timeout_s`` a
+    :class:`WaitTimedOut` naming ``label``."""
     import threading
 
     err: list[BaseException] = []
@@ -553,6 +558,6 @@ def bounded_process_all(query: Any, timeout_s: float, label: str) -> None:
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        raise AssertionError(f"{label} did not catch up within {timeout_s}s")
+        raise WaitTimedOut(f"{label} did not catch up within {timeout_s}s")
     if err:
         raise err[0]

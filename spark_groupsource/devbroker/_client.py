@@ -386,7 +386,8 @@ class MockControl:
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic and its records (then ``DevBroker.create_topic`` may recreate it, for
-        example with more partitions: neither test broker implements CreatePartitions)."""
+        example with more partitions: the mock implements no CreatePartitions; Apache Kafka
+        does, and tests that grow a topic use it there)."""
         self._call("delete_topic", name=name)
         self._broker.topics.pop(name, None)
 

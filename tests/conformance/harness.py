@@ -6,7 +6,13 @@ scenario's topic changes (new partitions, deleted topics, deleted records, trans
 once and both queries see them. What each delivered is kept as :class:`Rec` rows (topic,
 partition, offset, key, value, timestamp, timestamp type, headers when asked for) and compared
 as multisets: a record read twice counts twice. A batch id delivered again (a batch replayed
-after a restart) replaces its first delivery, as Spark's sinks treat it.
+after a restart) must bring the same rows as its first delivery (a sink that overwrites by batch
+id, as Spark's idempotent sinks do, relies on it); a replay that differs fails the case.
+
+A case "both fail" only where each reader raised an error that names the cause
+(:func:`assert_both_fail`, a pattern per reader). A wait that runs out (a hang) raises
+:class:`WaitTimedOut`, which :func:`failure_of` lets through: a hang fails the case, it is never
+the failure a case expects.
 
 ``kafka`` is Spark's source, ``groupkafka`` ours. Options: the ``defaults`` mode passes only what
 a user must write (bootstrap servers, subscribe/subscribePattern, the options the case is
@@ -17,6 +23,7 @@ the ported Spark test sets. See docs/conformance.md.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -28,7 +35,7 @@ from typing import Any
 import pytest
 
 from conformance.jars import spark_kafka_jars
-from helpers import bounded_process_all
+from helpers import WaitTimedOut, bounded_process_all
 
 #: Spark's own Kafka source and ours, in the order each scenario runs them.
 READERS = ("kafka", "groupkafka")
@@ -159,6 +166,8 @@ class ReaderRun:
         self.spark, self.reader, self.options = spark, reader, dict(options)
         self.checkpoint, self.headers = checkpoint, headers
         self.batches: dict[int, list[Rec]] = {}
+        #: batch ids delivered again with other rows than at first, with the difference
+        self.replay_diffs: list[str] = []
         self.lock = threading.Lock()
         self.query: Any = None
         self.starts = 0
@@ -168,15 +177,25 @@ class ReaderRun:
         cols = columns(self.headers)
 
         def sink(batch: Any, batch_id: int) -> None:
-            got = [to_rec(r, self.headers) for r in batch.select(*cols).collect()]
-            with self.lock:
-                self.batches[batch_id] = got
+            self.deliver(batch_id, [to_rec(r, self.headers) for r in batch.select(*cols).collect()])
 
         writer = (df.writeStream.foreachBatch(sink).option("checkpointLocation", self.checkpoint)
                   .trigger(**(trigger or {"processingTime": "100 milliseconds"})))
         self.starts += 1
         self.query = writer.start()
         return self.query
+
+    def deliver(self, batch_id: int, rows: list[Rec]) -> None:
+        """Keep a batch's rows; a batch id seen before must bring the same rows again (as a
+        multiset), else the difference is kept for :meth:`StreamPair.assert_same` to fail on."""
+        with self.lock:
+            first = self.batches.get(batch_id)
+            if first is None:
+                self.batches[batch_id] = rows
+                return
+            d = diff({"first delivery": first, "replay": rows})
+            if d:
+                self.replay_diffs.append(f"{self.reader}: batch {batch_id} replayed with other rows:\n{d}")
 
     def records(self) -> list[Rec]:
         with self.lock:
@@ -193,14 +212,16 @@ class ReaderRun:
         exc = q.exception()
         return None if exc is None else str(exc)
 
-    def process_all(self) -> None:
+    def process_all(self, timeout: float = QUERY_TIMEOUT_S) -> None:
         """``processAllAvailable``, bounded (it has no timeout of its own); a failed query
-        raises."""
-        bounded_process_all(self.query, QUERY_TIMEOUT_S, f"{self.reader}: the query")
+        raises its error, one still busy after ``timeout`` :class:`WaitTimedOut`."""
+        bounded_process_all(self.query, timeout, f"{self.reader}: the query")
 
-    def await_end(self) -> None:
-        """Wait for a query with an AvailableNow/once trigger to end."""
-        assert self.query.awaitTermination(QUERY_TIMEOUT_S), f"{self.reader}: the query did not end"
+    def await_end(self, timeout: float = QUERY_TIMEOUT_S) -> None:
+        """Wait for a query with an AvailableNow/once trigger to end (:class:`WaitTimedOut`
+        when it has not after ``timeout``; a failed query raises its error)."""
+        if not self.query.awaitTermination(timeout):
+            raise WaitTimedOut(f"{self.reader}: the query did not end within {timeout}s")
 
     def stop(self) -> None:
         if self.query is not None:
@@ -281,12 +302,23 @@ class StreamPair:
     def failures(self) -> dict[str, str | None]:
         return {r: run.failure() for r, run in self.runs.items()}
 
+    def failures_of(self, step: str = "process_all", timeout: float = QUERY_TIMEOUT_S) -> dict[str, str | None]:
+        """Each reader's error from ``step`` (``process_all`` or ``await_end``), or its query's
+        error; a reader still waiting after ``timeout`` raises :class:`WaitTimedOut`."""
+        return {r: failure_of(lambda run=run: getattr(run, step)(timeout)) or run.failure()
+                for r, run in self.runs.items()}
+
+    def replay_diffs(self) -> list[str]:
+        return [d for run in self.runs.values() for d in run.replay_diffs]
+
     def assert_same(self, what: str = "", *, expect_values: Iterable[str | None] | None = None) -> dict[str, list[Rec]]:
         """Neither query failed and both delivered the same records; with ``expect_values``,
         Spark's source delivered those values (the ported test's CheckAnswer), so that a
         scenario both readers get wrong alike cannot pass."""
         failed = {r: f for r, f in self.failures().items() if f}
         assert not failed, f"queries failed ({what}): {failed}"
+        replays = self.replay_diffs()
+        assert not replays, f"a replayed batch differs from its first delivery ({what}):\n" + "\n".join(replays)
         got = self.records()
         if expect_values is not None:
             want = sorted(expect_values, key=lambda v: (v is not None, v or ""))
@@ -318,9 +350,26 @@ def read_both(spark: Any, bootstrap: str, options: Mapping[str, str], *, headers
 
 
 def failure_of(action: Callable[[], Any]) -> str | None:
-    """``action``'s exception as text, or None when it succeeded."""
+    """``action``'s exception as text, or None when it succeeded. An AssertionError (a
+    :class:`WaitTimedOut` above all: a hang) is raised on: it is the test's failure, never the
+    reader's error a case expects."""
     try:
         action()
-    except Exception as exc:  # noqa: BLE001 - any failure is the point
+    except AssertionError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any reader's error is the point
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def assert_both_fail(fails: Mapping[str, str | None], causes: Mapping[str, str], what: str = "") -> None:
+    """Every reader in ``causes`` failed, each with an error matching its pattern (a regular
+    expression, searched case-insensitively): "both fail" means both failed for the reason the
+    case is about, not that one of them failed for another (a refused connection, a typo in
+    the test)."""
+    label = f" ({what})" if what else ""
+    missing = [r for r in causes if not fails.get(r)]
+    assert not missing, f"both readers must fail{label}; did not: {missing}; errors: {dict(fails)}"
+    wrong = {r: fails[r] for r, pattern in causes.items() if not re.search(pattern, fails[r] or "", re.I | re.S)}
+    assert not wrong, (f"a reader failed for another reason than the case's{label}: "
+                       + "; ".join(f"{r} (wanted /{causes[r]}/): {(wrong[r] or '')[:800]}" for r in wrong))

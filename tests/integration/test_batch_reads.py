@@ -189,9 +189,11 @@ def test_bad_range_fails_before_reading(spark, broker, new_topic):
 
 
 def test_data_loss_when_the_topic_was_recreated(spark, broker, unique_name):
-    """Real loss on both dev brokers: neither supports DeleteRecords, so the broker is restarted
-    (memory storage: every record is gone) and the topic recreated with fewer records; the
-    plan resolved before the loss names offsets that no longer exist."""
+    """Real loss of a topic deleted and re-created behind a resolved plan: the test's own broker
+    is restarted (``DevBroker.restart`` starts a fresh one, every record gone) and the topic
+    re-created with fewer records; the plan resolved before the loss names offsets beyond the new
+    end. (Records deleted below the log start, DeleteRecords as retention moves it, are
+    test_conformance_dataloss.py's cases, on Apache Kafka.)"""
     if broker.backend == "external":
         pytest.skip("needs an embedded broker it may restart")
     topic = unique_name("loss")

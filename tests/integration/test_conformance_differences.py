@@ -6,10 +6,13 @@ and the option checks of Spark's suites where both readers must refuse the same 
 from __future__ import annotations
 
 import json
+import re
 
 from conformance.harness import (
+    QUERY_TIMEOUT_S,
     SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
+    assert_both_fail,
     assert_same,
     collect,
     failure_of,
@@ -18,6 +21,8 @@ from conformance.harness import (
     values,
 )
 from conformance.kafka_ops import create_topic, send
+
+from helpers import bounded_process_all
 
 pytestmark = SKIP_WITHOUT_SPARK_SOURCE
 
@@ -36,7 +41,7 @@ def _run(spark, reader, bs, opts, stream):
         return
     q = df.writeStream.format("noop").start()
     try:
-        q.processAllAvailable()
+        bounded_process_all(q, QUERY_TIMEOUT_S, f"{reader}: the query")
     finally:
         q.stop()
 
@@ -76,45 +81,85 @@ def test_stream_needs_a_group_id(spark, kafka_broker, unique_name):
     assert_same(got, "batch without a group id")
 
 
-def test_auto_offset_reset_is_taken(spark, kafka_broker, unique_name):
+def test_auto_offset_reset_is_taken(spark, kafka_broker, unique_name, tmp_path):
     """KafkaMicroBatchSourceSuite "unsupported kafka configs": Spark's source refuses
     ``kafka.auto.offset.reset`` (use startingOffsets); groupkafka takes it: it says where a
-    partition without a committed offset in the group starts."""
+    partition without a committed offset in the group starts (startingOffsets=group, the
+    default). Asserted by what is read: groupkafka with ``kafka.auto.offset.reset=X`` in a fresh
+    group reads what Spark's source reads with ``startingOffsets=X``, records already there and
+    written after the start; ``none`` fails the query naming the option."""
     require_spark_source(spark)
-    bs = kafka_broker.bootstrap
-    opts = {"subscribe": "t", "kafka.auto.offset.reset": "earliest", "kafka.group.id": "g"}
-    err = failure_of(lambda: _load(spark, "kafka", bs, opts, True))
+    bs, topic = kafka_broker.bootstrap, unique_name("reset")
+    err = failure_of(lambda: _load(spark, "kafka", bs, {"subscribe": topic, "kafka.auto.offset.reset": "earliest"},
+                                   True))
     assert err and "not supported" in err.lower(), err
-    assert failure_of(lambda: _load(spark, "groupkafka", bs, opts, True)) is None
+    create_topic(bs, topic, 3)
+    send(bs, topic, ["1", "2", "3", "4", "5", "6"], spread=3)
+    before = {"earliest": [str(i) for i in range(1, 7)], "latest": []}
+    for reset, already in before.items():
+        with StreamPair(spark, bs, tmp_path / reset, {"subscribe": topic},
+                        kafka_options={"startingOffsets": reset},
+                        gk_options={"kafka.auto.offset.reset": reset}) as pair:
+            pair.start().process_all()
+            pair.catch_up()
+            pair.assert_same(f"{reset}: the records already there", expect_values=already)
+            send(bs, topic, [f"{reset}-{i}" for i in range(3)], spread=3)
+            pair.catch_up()
+            pair.assert_same(f"{reset}: and the records written after the start",
+                             expect_values=already + [f"{reset}-{i}" for i in range(3)])
+    with StreamPair(spark, bs, tmp_path / "none", {"subscribe": topic}, readers=("groupkafka",),
+                    gk_options={"kafka.auto.offset.reset": "none"}) as pair:
+        pair.start()
+        err = pair.failures_of()["groupkafka"]
+    assert err and "kafka.auto.offset.reset" in err, f"groupkafka with kafka.auto.offset.reset=none: {err}"
 
 
-def test_bad_options_refused_by_both(spark, kafka_broker):
+def test_bad_options_refused_by_both(spark, kafka_broker, unique_name):
     """KafkaMicroBatchSourceSuite "bad source options" and KafkaRelationSuite "bad batch query
-    options": each set is refused by both readers, at load() or when the query starts
-    (groupkafka refuses an option wrong only for the other mode at the start: docs/options.md;
-    its messages are its own)."""
+    options", on a topic that exists (so that no case passes for a missing topic): each set is
+    refused by both readers, at load() or when the query starts (groupkafka refuses an option
+    wrong only for the other mode at the start: docs/options.md). Spark's source with the
+    message its own test expects, groupkafka with an OptionError naming the option."""
     require_spark_source(spark)
-    bs = kafka_broker.bootstrap
+    bs, t = kafka_broker.bootstrap, unique_name("badopts")
+    create_topic(bs, t, 1)
+    send(bs, t, ["1"], partition=0)
+    # (options, Spark's message (its test's, all its parts; Spark 4 says "startingOffsets for
+    # t-0" where its older test says "starting offset for t-0"), groupkafka's)
     stream_bad = [
-        {"subscribe": "t", "endingOffsets": "latest"},
-        {"subscribe": "t", "endingOffsetsByTimestamp": json.dumps({"t": {"0": 1000}})},
-        {},
-        {"subscribe": "t", "subscribePattern": "t.*"},
-        {"subscribe": ""},
-        {"subscribePattern": ""},
-        {"subscribe": "t", "minOffsetsPerTrigger": "20", "maxOffsetsPerTrigger": "15"},
+        ({"subscribe": t, "endingOffsets": "latest"}, "Ending offset not valid in streaming queries",
+         "option 'endingOffsets'"),
+        ({"subscribe": t, "endingOffsetsByTimestamp": json.dumps({t: {"0": 1000}})},
+         "Ending timestamp not valid in streaming queries", "option 'endingOffsetsByTimestamp'"),
+        ({}, "options must be specified.*subscribe.*subscribePattern", "option 'subscribe'.*subscribePattern"),
+        ({"subscribe": t, "subscribePattern": f"{t}.*"}, "only one.*options can be specified",
+         "option 'subscribe'.*exactly one"),
+        ({"subscribe": ""}, "no topics to subscribe", "option 'subscribe'"),
+        ({"subscribePattern": ""}, "pattern to subscribe is empty", "option 'subscribePattern'"),
+        ({"subscribe": t, "minOffsetsPerTrigger": "20", "maxOffsetsPerTrigger": "15"},
+         r"value of minOffsetPerTrigger\(20\) is higher than the maxOffsetsPerTrigger\(15\)",
+         r"option 'minOffsetsPerTrigger'.*minOffsetPerTrigger\(20\) is higher than the maxOffsetsPerTrigger\(15\)"),
     ]
     batch_bad = [
-        {"subscribe": "t", "startingOffsets": "latest"},
-        {"subscribe": "t", "startingOffsets": json.dumps({"t": {"0": -1}})},
-        {"subscribe": "t", "endingOffsets": "earliest"},
-        {"subscribe": "t", "endingOffsets": json.dumps({"t": {"0": -2}})},
+        ({"subscribe": t, "startingOffsets": "latest"}, "starting offset can't be latest for batch queries",
+         "option 'startingOffsets'.*latest"),
+        ({"subscribe": t, "startingOffsets": json.dumps({t: {"0": -1}})},
+         rf"starting ?offsets? for {re.escape(t)}-0 can't be latest for batch queries", "option 'startingOffsets'.*-1"),
+        ({"subscribe": t, "endingOffsets": "earliest"}, "ending offset can't be earliest for batch queries",
+         "option 'endingOffsets'.*earliest"),
+        ({"subscribe": t, "endingOffsets": json.dumps({t: {"0": -2}})},
+         rf"ending ?offsets? for {re.escape(t)}-0 can't be earliest for batch queries", "option 'endingOffsets'.*-2"),
     ]
-    accepted = []
+    wrong = []
     for stream, cases in ((True, stream_bad), (False, batch_bad)):
-        for opts in cases:
+        for opts, spark_says, gk_says in cases:
+            fails = {}
             for reader in ("kafka", "groupkafka"):
                 extra = {"kafka.group.id": "g"} if reader == "groupkafka" else {}
-                if failure_of(lambda r=reader, o={**opts, **extra}, s=stream: _run(spark, r, bs, o, s)) is None:
-                    accepted.append((reader, "stream" if stream else "batch", opts))
-    assert not accepted, f"accepted by a reader: {accepted}"
+                fails[reader] = failure_of(lambda r=reader, o={**opts, **extra}, s=stream: _run(spark, r, bs, o, s))
+            try:
+                assert_both_fail(fails, {"kafka": spark_says, "groupkafka": gk_says},
+                                 f"{'stream' if stream else 'batch'} {opts}")
+            except AssertionError as exc:
+                wrong.append(str(exc))
+    assert not wrong, "\n".join(wrong)

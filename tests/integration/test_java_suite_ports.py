@@ -2,7 +2,7 @@
 
 Each test names the Kafka test it ports (apache/kafka: ``core/src/test/scala/integration/kafka/api/``
 ``ConsumerBounceTest.scala`` and ``PlaintextConsumerPollTest.scala``; the system tests'
-``tests/kafkatest/tests/client/consumer_test.py``) and runs the case with our member (a real
+``kafkatest/tests/client/consumer_test.py``) and runs the case with our member (a real
 ``readStream.format("groupkafka")`` query, or the membership object where a query adds nothing)
 beside the Java reference consumer of the same Kafka version (``tests/javaclient.py``) in one
 group on the main Kafka (4.3.1), under both group protocols where the case applies. Each asserts

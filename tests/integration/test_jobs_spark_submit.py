@@ -1,5 +1,6 @@
-"""The jobs under spark-submit (separate processes) against the mock dev broker, and their
-command-line contract (--help, readable errors, exit codes)."""
+"""The jobs under spark-submit (separate processes) against Apache Kafka (the main test broker;
+the local-cluster backfill on the mock, see its docstring), and their command-line contract
+(--help, readable errors, exit codes)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,10 @@ def produced_rows(records) -> set[tuple]:
 
 
 def test_backfill_job_on_a_local_cluster_writes_and_commits(mock_broker, unique_name, tmp_path):
+    """On the mock: on Apache Kafka this local-cluster run failed twice (2026-12-07, loads 33-40:
+    its two executors ran ~4 minutes, then the standalone master removed the application,
+    "failed 16 times", spark-submit exit 1) where the mock's passed at the same load; open,
+    not yet diagnosed. The other jobs run on Kafka."""
     topic, group = unique_name("bf"), unique_name("g")
     mock_broker.create_topic(topic, 4)
     records = produce_keyed(mock_broker.bootstrap, topic, 40, partitions=4)
@@ -85,38 +90,38 @@ def test_backfill_job_on_a_local_cluster_writes_and_commits(mock_broker, unique_
     assert "INFO spark_groupsource.batch: batch plan: 40 records in 12 tasks" in result.stderr
 
 
-def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(mock_broker, unique_name, tmp_path):
+def test_coordinated_backfill_job_reads_what_the_group_assigns_and_commits(kafka_broker, unique_name, tmp_path):
     """``--coordinated``: the job joins the group, reads the partitions it is assigned from the
     group's committed offsets (alone here: all of them; partition 0 already committed at 6) to
     the end, and commits after the write."""
     topic, group = unique_name("bfc"), unique_name("g")
-    mock_broker.create_topic(topic, 2)
-    records = produce_keyed(mock_broker.bootstrap, topic, 20, partitions=2)
-    c = Consumer({"bootstrap.servers": mock_broker.bootstrap, "group.id": group, "log_level": 3})
+    kafka_broker.create_topic(topic, 2)
+    records = produce_keyed(kafka_broker.bootstrap, topic, 20, partitions=2)
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": group, "log_level": 3})
     try:
         c.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
     finally:
         c.close()
     out = tmp_path / "out"
     result = spark_submit(
-        "local[2]", "backfill.py", "--bootstrap", mock_broker.bootstrap, "--topic", topic,
+        "local[2]", "backfill.py", "--bootstrap", kafka_broker.bootstrap, "--topic", topic,
         "--group", group, "--coordinated", "--output", str(out), "--commit",
         "-o", "kafka.session.timeout.ms=3000", "-o", "kafka.heartbeat.interval.ms=500",
     )
     line = summary(result, "backfill")
     assert f"{topic}-0[6,10)" in line and f"{topic}-1[0,10)" in line and "committed=yes" in line, line
     assert parquet_rows(out) == produced_rows(r for r in records if r.partition == 1 or r.offset >= 6)
-    assert committed_offsets(mock_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+    assert committed_offsets(kafka_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
 
 
-def test_stream_job_reads_the_group_into_parquet(mock_broker, unique_name, tmp_path):
+def test_stream_job_reads_the_group_into_parquet(kafka_broker, unique_name, tmp_path):
     topic, group = unique_name("st"), unique_name("g")
-    mock_broker.create_topic(topic, 2)
-    records = produce_keyed(mock_broker.bootstrap, topic, 30, partitions=2)
+    kafka_broker.create_topic(topic, 2)
+    records = produce_keyed(kafka_broker.bootstrap, topic, 30, partitions=2)
     config = tmp_path / "groupkafka.properties"
     config.write_text(
         "# test options\n"
-        f"kafka.bootstrap.servers={mock_broker.bootstrap}\n"
+        f"kafka.bootstrap.servers={kafka_broker.bootstrap}\n"
         f"kafka.group.id={group}\n"
         f"subscribe={topic}\n"
         "startingOffsets=earliest\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from conformance.kafka_ops import add_partitions
 
 from assignment.model import TopicPartition
 from helpers import PolledConsumer, committed_offsets, consumer_conf, group_member, wait_until
@@ -396,21 +397,35 @@ def test_pattern_subscription_picks_up_new_topics(broker, unique_name):
         m.close()
 
 
-def test_partition_count_change_is_picked_up(mock_broker, unique_name):
-    """The leader's metadata watch sees a subscribed topic's partition count change and the
-    group rebalances onto every partition. Neither test broker implements CreatePartitions, so
-    the topic is deleted and recreated with more partitions (the mock can do that)."""
+def _count_change_is_picked_up(broker, unique_name, grow) -> None:
+    """A member of a group on a 2-partition topic owns all 4 partitions after ``grow(topic)``."""
     topic = unique_name("grow")
-    mock_broker.create_topic(topic, 2)
-    m = group_member(mock_broker, unique_name("g"), topic, client={"metadata_max_age_ms": 1_000})
+    broker.create_topic(topic, 2)
+    m = group_member(broker, unique_name("g"), topic, client={"metadata_max_age_ms": 1_000})
     m.start()
     try:
         _owning(m, topic, 2)
-        mock_broker.mock.delete_topic(topic)
-        mock_broker.create_topic(topic, 4)
+        grow(topic)
         want = {TopicPartition(topic, p) for p in range(4)}
         wait_until(lambda: set(m.snapshot().owned) == want and not m.snapshot().rebalancing,
                    timeout=60, message="all 4 partitions after the count changed")
     finally:
         m.close()
+
+
+def test_partition_count_change_is_picked_up(kafka_broker, unique_name):
+    """The leader's metadata watch sees a subscribed topic grow (CreatePartitions on Apache
+    Kafka, as an operator adds partitions) and the group rebalances onto every partition."""
+    _count_change_is_picked_up(kafka_broker, unique_name, lambda t: add_partitions(kafka_broker.bootstrap, t, 4))
+
+
+def test_topic_recreated_with_more_partitions_is_picked_up(mock_broker, unique_name):
+    """The same watch when the topic is deleted and re-created with more partitions (the mock,
+    which deletes a topic at once)."""
+
+    def recreate(topic):
+        mock_broker.mock.delete_topic(topic)
+        mock_broker.create_topic(topic, 4)
+
+    _count_change_is_picked_up(mock_broker, unique_name, recreate)
 

@@ -27,7 +27,7 @@ PARTS = 4
 def _one_plan_per_trigger(monkeypatch):
     """These tests look at single triggers inside a rebalance, so a trigger here reports "no
     batch" at once, as each plan does, instead of waiting the pause out as a running stream's
-    trigger does (that wait has its own tests in tests/unit/test_planner_seam.py)."""
+    trigger does (that wait has its own tests in tests/unit/planning/test_stream_driver.py)."""
     monkeypatch.setattr(stream_mod, "PAUSE_WAIT_S", 0.0)
 
 
