@@ -273,6 +273,9 @@ class GroupMembership:
                         rest = min(rest, _JOINING_POLL_S)
                     self._closed.wait(rest)
                 self._check_reach(client)
+                state = client.state()
+                self.counters.observe_rebalance(not state.stable or state.rebalancing or bool(self._book.revoking()),
+                                                time.monotonic())
             except Exception as exc:  # noqa: BLE001 - kept for the planner to raise
                 if self._closed.is_set():
                     break
@@ -420,6 +423,10 @@ class GroupMembership:
             stable=bool(c is not None and c.state().stable),
         )
 
+    def coordinator_silence_s(self) -> float | None:
+        """Seconds since the coordinator last answered a heartbeat or completed a join."""
+        return self._client.since_answer_s() if self._client is not None else None
+
     def join_stats(self) -> kafka_client.JoinStats:
         """Generations synced, applied, led, and assigned by the broker (tests count with it)."""
         return self._client.stats if self._client is not None else kafka_client.JoinStats()
@@ -516,7 +523,8 @@ class GroupMembership:
         if not revoked:
             return
         self._book.begin_revoke(revoked)
-        deadline = time.monotonic() + self.drain_timeout_s
+        began = time.monotonic()
+        deadline = began + self.drain_timeout_s
         flusher: threading.Thread | None = None
         joined = self._client.state()
         while not self._closed.is_set():
@@ -556,6 +564,7 @@ class GroupMembership:
             await self._client.sleep(0.05)
         self._book.finish_revoke(revoked)
         self.counters.rebalances += 1
+        self.counters.revoke_barrier_s += time.monotonic() - began
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
 
     def _removed_since(self, joined: kafka_client.GroupState) -> bool:
