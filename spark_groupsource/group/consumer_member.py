@@ -429,7 +429,8 @@ class ConsumerProtocolMembership:
         revoked = {_ours(tp) for tp in partitions}
         self._settled(partitions)
         began = time.monotonic()
-        self.counters.observe_rebalance(bool(revoked), began)  # ended by the loop's next turn
+        if revoked:
+            self.counters.observe_rebalance(True, began)  # ended by the loop's next turn
         try:
             if revoked and not self._poll.away:  # left for max.poll.interval.ms: nothing to wait for
                 self._drain(revoked)
