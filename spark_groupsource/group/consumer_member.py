@@ -408,6 +408,8 @@ class ConsumerProtocolMembership:
         log.info("group %s: joined with an empty assignment (epoch %d)", self.config.group_id, self._epoch)
 
     def _on_assign(self, consumer: Consumer, partitions: list[CkTP]) -> None:
+        if partitions:  # an assignment that changes: an episode ended by the loop's next turn
+            self.counters.observe_rebalance(True, time.monotonic())
         try:
             if partitions:
                 consumer.incremental_assign(partitions)
