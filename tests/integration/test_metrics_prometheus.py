@@ -8,7 +8,6 @@ the lag, the rebalance count and the commit failures, and the sample alert rules
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -108,11 +107,11 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
 
             # a broker outage, shorter than a session: the coordinator goes silent, then answers
             assert prom.value(f"groupkafka_coordinator_silence_seconds{sel}") < 2
-            broker.kafka.signal_node(1, signal.SIGSTOP)
+            broker.kafka.freeze_node(1)
             try:
                 time.sleep(4)
             finally:
-                broker.kafka.signal_node(1, signal.SIGCONT)
+                broker.kafka.thaw_node(1)
             wait_until(lambda: prom.value(f"max_over_time(groupkafka_coordinator_silence_seconds{sel}[1m])") >= 3,
                        30, interval=0.5, message="Prometheus to see the coordinator's silence")
             wait_until(lambda: prom.value(f"groupkafka_coordinator_silence_seconds{sel}") < 2, 60, interval=0.5,
