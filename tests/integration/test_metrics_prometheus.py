@@ -8,17 +8,15 @@ the lag, the rebalance count and the commit failures, and the sample alert rules
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
 from promserver import Prometheus, free_port, missing, promtool
 from test_stream_support import produce, stop, stream, table_name, to_memory, wait_rows
 
 from demo import metrics_plot
-from helpers import consumer_conf, wait_until
+from helpers import PolledConsumer, consumer_conf, wait_until
 from spark_groupsource import metrics
 
 ALERTS = Path(__file__).resolve().parents[2] / "docs" / "alerts.yml"
@@ -41,26 +39,6 @@ def test_the_sample_alert_rules_pass_promtool_and_a_broken_rule_does_not(prometh
                                                  "increase(groupkafka_commits_fenced_total[15m]"))
     refused = promtool("check", "rules", str(broken))
     assert refused.returncode != 0 and "GroupKafkaCommitsFenced" in refused.stdout + refused.stderr
-
-
-class _PlainMember:
-    """A librdkafka consumer in the query's group, polling on a thread (the second member)."""
-
-    def __init__(self, broker, group: str, topic: str):
-        self.consumer = Consumer(consumer_conf(broker, group))
-        self.consumer.subscribe([topic])
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopped.is_set():
-            self.consumer.poll(0.2)
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=20)
-        self.consumer.close()
 
 
 def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
@@ -95,7 +73,7 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
             assert first_rebalances == 1, "the first join is the member's first rebalance"
 
             # a second member joins: the query gives half its partitions up
-            member = _PlainMember(broker, group, topic)
+            member = PolledConsumer(consumer_conf(broker, group), topic)
             def rebalanced():
                 seen = (prom.value(f"groupkafka_partitions_assigned{sel}"), prom.value(f"groupkafka_rebalances_total{sel}"))
                 assert seen[0] == PARTS // 2 and seen[1] >= 2, (seen, metrics.scrape(f"127.0.0.1:{port}"))
