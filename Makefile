@@ -21,6 +21,14 @@ setup:
 	$(PY) conf/precompile_pyspark.py
 	# kafka is optional: without ../shared/kafka (or GROUPKAFKA_KAFKA_HOME) its tests skip
 	$(PY) -m spark_groupsource.devbroker --check --optional kafka
+	# a real Prometheus (and promtool) for the metrics tests: Debian's package, installed when
+	# absent and this runs as root with apt-get; else those tests skip saying so (docs/metrics.md)
+	@if command -v prometheus >/dev/null && command -v promtool >/dev/null; then echo "prometheus: present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null \
+	  || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >/dev/null; } \
+	  || echo "prometheus: could not be installed; the metrics tests that scrape skip"; \
+	else echo "prometheus: absent (install Debian's prometheus package as root); the metrics tests that scrape skip"; fi
 
 test:
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)

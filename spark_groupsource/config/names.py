@@ -23,7 +23,8 @@ CONTROLLED = {
     "groupidprefix": "this source joins the group named by kafka.group.id; set that instead",
 }
 
-STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
+STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
+               "metrics.port", "metrics.queryname"}
 BATCH_ONLY = {
     "endingoffsets",
     "endingtimestamp",
@@ -65,6 +66,9 @@ OPTION_NAMES = [
     "groupCoordinated",
     "leaderSyncDelayMs",
     "followupJoinDelayMs",
+    # the driver's member as metrics on a Prometheus endpoint (spark_groupsource/metrics/)
+    "metrics.port",
+    "metrics.queryName",
     # typed records from a Schema Registry (spark_groupsource/decode/options.py, issue 55)
     *(DECODE_NAMES := (
         "valueFormat", "keyFormat", "schemaRegistry.url", "valueSubject", "keySubject",

@@ -94,6 +94,11 @@ Stream options (``kafka.*`` names are client properties; the rest are ours):
                                        rejected)
 ``kafka.group.remote.assignor``        ``uniform`` or ``range`` (consumer protocol only;
                                        default: the broker's, ``uniform`` on Kafka)
+``metrics.port``                       streams: serve the member's metrics (lag, rebalances,
+                                       commits) for Prometheus on this driver port; ``0``:
+                                       any free port, named in the log; unset: off
+``metrics.queryName``                  streams: the ``query`` label of those metrics
+                                       (default: the group id)
 =====================================  =====================================================
 
 Batch queries also take ``endingOffsets`` (``latest`` or JSON, -1 = latest),
@@ -232,6 +237,10 @@ class StreamOptions(CommonOptions):
     min_offsets_per_trigger: int | None = None
     #: ... or until this long has passed since the previous batch started (``maxTriggerDelay``)
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    #: ``metrics.port``: serve the driver's member metrics on this port (0: any free one); None: off
+    metrics_port: int | None = None
+    #: ``metrics.queryName``: the ``query`` label of those metrics (None: the group id)
+    metrics_query_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -80,7 +80,16 @@ def _admission(raw: Mapping[str, str]) -> dict[str, Any]:
         max_offsets_per_trigger=max_offsets,
         min_offsets_per_trigger=min_offsets,
         max_trigger_delay_ms=parse_time_ms(delay, option="maxTriggerDelay"),
+        **_metrics(raw),
     )
+
+
+def _metrics(raw: Mapping[str, str]) -> dict[str, Any]:
+    """metrics.port (off unless given; 0: an ephemeral port) and the query label metrics.queryName."""
+    port = _int(raw, "metrics.port", None, minimum=0)
+    if port is not None and port > 65535:
+        raise OptionError("metrics.port", f"expected a TCP port 0-65535 (0: any free port), got {port}")
+    return dict(metrics_port=port, metrics_query_name=_optional_str(raw, "metrics.queryname"))
 
 
 # Spark's time suffixes (JavaUtils.timeStringAs); no suffix means milliseconds.

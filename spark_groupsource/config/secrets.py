@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 REDACTED = "***"
@@ -66,3 +67,19 @@ class KafkaParams(Mapping[str, str]):
 def shown(key: str, value: str) -> str:
     """``value`` quoted for an error message, or ``***`` when ``key`` names a secret."""
     return REDACTED if is_secret(key) else repr(value)
+
+
+_ASSIGNED = re.compile(r"""([A-Za-z0-9_.\-]+)(['"]?\s*[=:]\s*)('[^']*'|"[^"]*"|[^\s,;(){}\[\]'"]+)""")
+
+
+def scrubbed(text: str, values: Iterable[str] = ()) -> str:
+    """Free text (an exception's message) safe to show: every ``values`` (the secrets a query was
+    given) replaced by ``***``, and so is any value assigned to a secret-named key in it
+    (``sasl.password=...``, ``'ssl_key_password': '...'``)."""
+    for value in sorted((v for v in values if v), key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+
+    def hide(m: re.Match[str]) -> str:
+        return f"{m.group(1)}{m.group(2)}{REDACTED}" if is_secret(m.group(1)) else m.group(0)
+
+    return _ASSIGNED.sub(hide, text)

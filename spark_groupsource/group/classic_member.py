@@ -182,6 +182,9 @@ class GroupMembership:
         # the broker, not our assignor, decides (KIP-848 group hosting us); warned once
         self._broker_assigns: str | None = None
         self._reach = _Reach()
+        # rebalance marks for the metrics (_observe_rebalance): monotonic seconds, 0.0 for none
+        self._revoke_began = 0.0
+        self._marks_seen = 0.0
         # the coordinator unreachable said once, and its return (issue 53: spark_groupsource/group/touch.py)
         self._lapse_said = False  # the session lapse (may_plan) was logged
         self._touch = CoordinatorTouch(config.group_id, int(client.get("session_timeout_ms", 45_000)) / 1000.0)
@@ -273,6 +276,7 @@ class GroupMembership:
                         rest = min(rest, _JOINING_POLL_S)
                     self._closed.wait(rest)
                 self._check_reach(client)
+                self._observe_rebalance(client)
             except Exception as exc:  # noqa: BLE001 - kept for the planner to raise
                 if self._closed.is_set():
                     break
@@ -287,6 +291,18 @@ class GroupMembership:
                         self._cond.notify_all()
                     return
                 self._closed.wait(0.2)
+
+    def _observe_rebalance(self, client: kafka_client.KafkaGroupClient) -> None:
+        """Time rebalances for the metrics, once per loop turn: a whole rebalance can begin and
+        end inside one poll(), so its marks (a revoke barrier began, a JoinGroup was sent) count
+        as its start when the turn did not see it under way."""
+        marks = [m for m in (self._revoke_began, client.join_sent_at) if m > self._marks_seen]
+        if marks:
+            self._marks_seen = max(marks)
+            self.counters.observe_rebalance(True, min(marks))
+        state = client.state()
+        self.counters.observe_rebalance(not state.stable or state.rebalancing or bool(self._book.revoking()),
+                                        time.monotonic())
 
     def _leave_if_overdue(self, client: kafka_client.KafkaGroupClient) -> bool:
         """Leave the group when the query's batch in flight outlasted ``kafka.max.poll.interval.ms``
@@ -420,6 +436,10 @@ class GroupMembership:
             stable=bool(c is not None and c.state().stable),
         )
 
+    def coordinator_silence_s(self) -> float | None:
+        """Seconds since the coordinator last answered a heartbeat or completed a join."""
+        return self._client.since_answer_s() if self._client is not None else None
+
     def join_stats(self) -> kafka_client.JoinStats:
         """Generations synced, applied, led, and assigned by the broker (tests count with it)."""
         return self._client.stats if self._client is not None else kafka_client.JoinStats()
@@ -513,10 +533,12 @@ class GroupMembership:
     async def _revoke(self, revoked: set[TopicPartition]) -> None:
         """Give partitions up only after the batch reading them has completed and committed.
         Runs on kafka-python's IO loop: awaits, never blocks."""
+        self._revoke_began = time.monotonic()
         if not revoked:
             return
         self._book.begin_revoke(revoked)
-        deadline = time.monotonic() + self.drain_timeout_s
+        began = time.monotonic()
+        deadline = began + self.drain_timeout_s
         flusher: threading.Thread | None = None
         joined = self._client.state()
         while not self._closed.is_set():
@@ -556,6 +578,7 @@ class GroupMembership:
             await self._client.sleep(0.05)
         self._book.finish_revoke(revoked)
         self.counters.rebalances += 1
+        self.counters.revoke_barrier_s += time.monotonic() - began
         log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
 
     def _removed_since(self, joined: kafka_client.GroupState) -> bool:

@@ -317,6 +317,8 @@ class ConsumerProtocolMembership:
                     self._leave_if_overdue(consumer)
                     self._recheck_refused(consumer)
                     self._check_join_bound()
+                    self.counters.observe_rebalance(bool(self._book.revoking()) or not self._assigned.is_set(),
+                                                    time.monotonic())
                 except Exception as exc:  # noqa: BLE001 - kept for raise_if_failed
                     if self._closed.is_set():
                         break
@@ -406,6 +408,8 @@ class ConsumerProtocolMembership:
         log.info("group %s: joined with an empty assignment (epoch %d)", self.config.group_id, self._epoch)
 
     def _on_assign(self, consumer: Consumer, partitions: list[CkTP]) -> None:
+        if partitions:  # an assignment that changes: an episode ended by the loop's next turn
+            self.counters.observe_rebalance(True, time.monotonic())
         try:
             if partitions:
                 consumer.incremental_assign(partitions)
@@ -426,11 +430,15 @@ class ConsumerProtocolMembership:
         """The revoke barrier: give partitions up after their batch completed and committed."""
         revoked = {_ours(tp) for tp in partitions}
         self._settled(partitions)
+        began = time.monotonic()
+        if revoked:
+            self.counters.observe_rebalance(True, began)  # ended by the loop's next turn
         try:
             if revoked and not self._poll.away:  # left for max.poll.interval.ms: nothing to wait for
                 self._drain(revoked)
             self._book.finish_revoke(revoked)
             self.counters.rebalances += 1
+            self.counters.revoke_barrier_s += time.monotonic() - began
             if partitions:
                 consumer.incremental_unassign(partitions)
             log.info("group %s: revoked %s", self.config.group_id, sorted(map(str, revoked)))
@@ -704,6 +712,13 @@ class ConsumerProtocolMembership:
 
     def raise_if_failed(self) -> None:
         raise_failure(self._error, self.config.group_id)
+
+    def coordinator_silence_s(self) -> float | None:
+        """Seconds the coordinator's connection has been seen down in librdkafka's statistics
+        (every ``statistics.interval.ms``); 0 while it is up, None before the first assignment."""
+        if self._assigned_at is None:
+            return None
+        return self._touch.lost_for_s or 0.0
 
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()

@@ -316,6 +316,15 @@ class KafkaGroupClient:
         return bool(heartbeat is not None and coord.generation_if_stable() is not None
                     and heartbeat.session_timeout_expired())
 
+    def since_answer_s(self) -> float | None:
+        """Seconds since the coordinator last answered a heartbeat, or a join reset the session
+        clock (kafka-python's Heartbeat, monotonic); None before either."""
+        heartbeat = getattr(self._coord, "heartbeat", None)
+        if heartbeat is None:
+            return None
+        last = max(heartbeat.last_receive, heartbeat.last_reset if self._coord.generation_if_stable() else float("-inf"))
+        return None if last == float("-inf") else max(0.0, time.monotonic() - last)
+
     def state(self) -> GroupState:
         coord = self._coord
         gen = coord._generation

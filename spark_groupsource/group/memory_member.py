@@ -180,5 +180,8 @@ class InMemoryMembership:
     def pending(self) -> dict[TopicPartition, int]:
         return self._book.pending()
 
+    def coordinator_silence_s(self) -> float | None:
+        return None
+
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         return {tp: self.offsets.get(tp) for tp in partitions}

@@ -81,6 +81,28 @@ class Counters:
     broker_assigned_joins: int = 0
     # left the group: a micro-batch in flight longer than kafka.max.poll.interval.ms
     poll_timeouts: int = 0
+    # seconds spent in revoke barriers (waiting for the in-flight batch to complete and commit)
+    revoke_barrier_s: float = 0.0
+    # rebalances as this member lived them (its first join included): from the moment it
+    # learnt one began until it held its new assignment (observe_rebalance); monotonic seconds
+    rebalance_episodes: int = 0
+    rebalance_s: float = 0.0
+    last_rebalance_s: float | None = None
+    rebalancing_since: float | None = None
+
+    def observe_rebalance(self, rebalancing: bool, now: float) -> None:
+        """Fed by the member's loop (and its revoke callback): starts an episode at the first
+        sign of a rebalance, ends it at the first turn without one. Per loop turn, not per record."""
+        if rebalancing:
+            if self.rebalancing_since is None:
+                self.rebalancing_since = now
+            return
+        if self.rebalancing_since is not None:
+            took = max(0.0, now - self.rebalancing_since)
+            self.rebalancing_since = None
+            self.rebalance_episodes += 1
+            self.rebalance_s += took
+            self.last_rebalance_s = took
 
 
 class Membership(Protocol):
@@ -123,6 +145,9 @@ class Membership(Protocol):
     def pending(self) -> dict[TopicPartition, int]: ...
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def coordinator_silence_s(self) -> float | None:
+        """Seconds since the group's coordinator last answered this member (None: not yet)."""
 
 
 class OwnershipBook:

@@ -28,6 +28,16 @@ from spark_groupsource.errors import BrokerError, DataLossError, MembershipError
 from spark_groupsource.group.factory import build_membership
 from spark_groupsource.group.seam import Membership
 from spark_groupsource.logs import configure_worker_logging
+from spark_groupsource.metrics import registry as metrics_registry
+from spark_groupsource.metrics.state import (
+    SKIP_DATA_LOSS,
+    SKIP_RESET_LATEST,
+    MetricsSnapshot,
+    QueryMetrics,
+    reading_of,
+    secret_values,
+    snapshot_of,
+)
 from spark_groupsource.planning.admission import (
     MinRowsGate,
     available_records,
@@ -72,6 +82,7 @@ class StreamDriver:
         (unit tests of the planner, through the membership seam)."""
         configure_worker_logging()
         self.opts = opts
+        self.metrics = _serve_metrics(opts)  # None unless metrics.port: then nothing below costs a thing
         self.membership: Membership = membership or build_membership(opts)
         self.reader = reader or reader_for(opts)
         self.outage = Unavailability(opts.broker_outage_timeout_ms / 1000.0)
@@ -106,6 +117,8 @@ class StreamDriver:
         self._join_wait_said = False  # the wait past groupJoinTimeoutMs for a rebalance was logged
         self._answered_at: float | None = None  # monotonic time of the last probe a broker answered
         self.membership.start()
+        if self.metrics is not None:
+            metrics_registry.register(id(self), self.metrics_snapshot)
         if reader is None:
             # Meanwhile librdkafka asks for metadata once: a refused login or TLS handshake is
             # said at once. kafka-python sometimes sees only "socket disconnected" when a broker
@@ -157,8 +170,27 @@ class StreamDriver:
             if self.closed:
                 return
             self.closed = True
+        metrics_registry.unregister(id(self))
         self.membership.close()
         self.reader.close()
+
+    # -- metrics (metrics.port) ------------------------------------------------------------
+    def metrics_snapshot(self) -> MetricsSnapshot:
+        """The query's numbers now: what the planner published, and the member's own counts
+        (read on the endpoint's thread: nothing here takes the planner's lock)."""
+        m = self.membership
+        try:
+            snap = m.snapshot()
+            generation, assigned = snap.generation, len(snap.owned)
+        except Exception:  # noqa: BLE001 - a failed member has no generation; its error is the query's
+            generation, assigned = -1, 0
+        try:
+            silence = m.coordinator_silence_s()
+        except Exception:  # noqa: BLE001 - a client being closed
+            silence = None
+        reading = reading_of(m.counters, generation, assigned, silence, time.monotonic())
+        skipped = {SKIP_DATA_LOSS: self.data_loss.offsets_skipped, SKIP_RESET_LATEST: self.reset_skips.offsets_skipped}
+        return snapshot_of(self.metrics, reading, skipped)
 
     # -- the commit hook -------------------------------------------------------------------
     def complete(self, start_json: str | None) -> None:
@@ -202,6 +234,8 @@ class StreamDriver:
     def _forget_lost(self, result) -> None:
         if result is None:
             return
+        if result.error and self.metrics is not None:
+            self.metrics.failed(result.error)
         for tp in result.lost:
             self.positions.pop(tp, None)
             self.completed.pop(tp, None)
@@ -635,6 +669,20 @@ class StreamDriver:
     def plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None = None) -> str | None:
         """The next batch's end offsets, or ``start_json`` when there is none now; then
         ``waiting_on`` says why, when the reason will pass by itself (None: caught up)."""
+        if self.metrics is None:
+            return self._plan(start_json, max_rows, min_rows)
+        try:
+            end = self._plan(start_json, max_rows, min_rows)
+        except Exception as exc:
+            self.metrics.failed(exc)
+            raise
+        with self.lock:
+            if end != start_json and end in self.planned:
+                self.metrics.planned(self.planned[end][1])
+            self.metrics.publish(self.positions, self.latest_seen, self.committed_by_us)
+        return end
+
+    def _plan(self, start_json: str | None, max_rows: int | None, min_rows: int | None) -> str | None:
         with self.lock:
             self.waiting_on = None
             asked = self._ask_ahead(start_json)
@@ -746,6 +794,24 @@ class StreamDriver:
         except Exception as exc:  # noqa: BLE001 - only a head start: the plan asks again itself
             log.debug("group %s: watermark query not sent ahead: %s", self.opts.group_id, exc)
             return None
+
+
+def _serve_metrics(opts: opt.StreamOptions) -> QueryMetrics | None:
+    """metrics.port: the query's metrics state, its endpoint listening (before anything joins:
+    a port that cannot be had fails the query at its start, naming the option)."""
+    if opts.metrics_port is None:
+        return None
+    from spark_groupsource.metrics.exporter import serve  # prometheus_client: only with metrics on
+
+    try:
+        serve(opts.metrics_port)
+    except OSError as exc:
+        raise OptionError("metrics.port", str(exc)) from exc
+    return QueryMetrics(
+        query=opts.metrics_query_name or opts.group_id or "", group=opts.group_id or "",
+        protocol=opts.group_protocol,
+        secrets=secret_values([*opts.kafka_params.items(), *opts.decode_params.items()]),
+    )
 
 
 def _plannable(snap) -> dict[TopicPartition, int]:

@@ -1,0 +1,148 @@
+"""The member's metrics as a real Prometheus sees them: a stream with ``metrics.port``,
+scraped every second by Debian's Prometheus (a plain process on a loopback port). On Apache
+Kafka: the lag, a second member joining, a broker outage; on librdkafka's mock (which can
+answer a commit ILLEGAL_GENERATION): a fenced commit. PromQL over Prometheus's HTTP API returns
+the lag, the rebalance count and the commit failures, and the sample alert rules
+(docs/alerts.yml) pass promtool, load, and fire on the fence."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from promserver import Prometheus, free_port, missing, promtool
+from test_stream_support import produce, stop, stream, table_name, to_memory, wait_rows
+
+from demo import metrics_plot
+from helpers import PolledConsumer, consumer_conf, wait_until
+from spark_groupsource import metrics
+
+ALERTS = Path(__file__).resolve().parents[2] / "docs" / "alerts.yml"
+PARTS = 4
+
+
+@pytest.fixture(scope="module")
+def prometheus_present() -> None:
+    why = missing()
+    if why:
+        pytest.skip(why)
+
+
+def test_the_sample_alert_rules_pass_promtool_and_a_broken_rule_does_not(prometheus_present, tmp_path):
+    checked = promtool("check", "rules", str(ALERTS))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 4 rules found" in checked.stdout, checked.stdout
+    broken = tmp_path / "broken.yml"
+    broken.write_text(ALERTS.read_text().replace("increase(groupkafka_commits_fenced_total[15m])",
+                                                 "increase(groupkafka_commits_fenced_total[15m]"))
+    refused = promtool("check", "rules", str(broken))
+    assert refused.returncode != 0 and "GroupKafkaCommitsFenced" in refused.stdout + refused.stderr
+
+
+def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
+        prometheus_present, spark, kafka_broker, unique_name, tmp_path):
+    broker = kafka_broker
+    topic, group, name = unique_name("topic"), unique_name("g"), table_name(unique_name)
+    broker.create_topic(topic, PARTS)
+    port = free_port()
+    q = None
+    member = None
+    with Prometheus([f"127.0.0.1:{port}"], tmp_path / "prom", rule_files=[ALERTS]) as prom:
+        sel = f'{{query="qa",group="{group}"}}'
+        produce(broker.bootstrap, topic, 80, PARTS)  # 20 per partition
+        # 20 records a trigger, 5 per partition, one trigger every 3 s: each lag holds for
+        # seconds, and every one is scraped
+        q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20",
+                             **{"metrics.port": str(port), "metrics.queryName": "qa"}),
+                      name, str(tmp_path / "ck"), interval="3 seconds")
+        try:
+            wait_rows(spark, name, 80, timeout=300, query=q)  # the first batch starts Spark's workers
+            wait_until(lambda: prom.value(f"groupkafka_records_planned_total{sel}") == 80, 60,
+                       interval=0.5, message="Prometheus to see 80 records planned")
+            # the lag: Spark's and Flink's names, as the planner saw it before each batch
+            pending = prom.samples(f"groupkafka_pendingRecords{sel}")
+            assert {60, 40, 20} <= set(pending) and pending[-1] == 0, pending
+            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == 15
+            assert max(prom.samples(f"groupkafka_avgOffsetsBehindLatest{sel}")) == 15
+            assert prom.value(f"sum(groupkafka_latestOffsets{sel}) - sum(groupkafka_currentOffsets{sel})") == 0
+            assert prom.value(f"sum(groupkafka_committedOffsets{sel})") in (60, 80)  # the last batch commits next
+            assert prom.value(f"groupkafka_partitions_assigned{sel}") == PARTS
+            first_rebalances = prom.value(f"groupkafka_rebalances_total{sel}")
+            assert first_rebalances == 1, "the first join is the member's first rebalance"
+
+            # a second member joins: the query gives half its partitions up
+            member = PolledConsumer(consumer_conf(broker, group), topic)
+            def rebalanced():
+                seen = (prom.value(f"groupkafka_partitions_assigned{sel}"), prom.value(f"groupkafka_rebalances_total{sel}"))
+                assert seen[0] == PARTS // 2 and seen[1] >= 2, (seen, metrics.scrape(f"127.0.0.1:{port}"))
+                return True
+
+            wait_until(rebalanced, 180, interval=0.5, message="Prometheus to see the rebalance")
+            assert prom.value(f"groupkafka_last_rebalance_seconds{sel}") > 0
+            assert prom.value(f"groupkafka_generation{sel}") >= 2
+
+            # a broker outage, shorter than a session: the coordinator goes silent, then answers
+            assert prom.value(f"groupkafka_coordinator_silence_seconds{sel}") < 2
+            broker.kafka.freeze_node(1)
+            try:
+                time.sleep(4)
+            finally:
+                broker.kafka.thaw_node(1)
+            wait_until(lambda: prom.value(f"max_over_time(groupkafka_coordinator_silence_seconds{sel}[1m])") >= 3,
+                       30, interval=0.5, message="Prometheus to see the coordinator's silence")
+            wait_until(lambda: prom.value(f"groupkafka_coordinator_silence_seconds{sel}") < 2, 60, interval=0.5,
+                       message="the coordinator to answer again")
+            assert q.exception() is None
+
+            # the picture of it all, from what Prometheus scraped (demo/metrics_plot.py);
+            # GROUPKAFKA_METRICS_PICTURE=docs/metrics.png keeps it
+            end = time.time()
+            series = metrics_plot.fetch(f"http://127.0.0.1:{prom.port}", "qa", end - 900, end)
+            assert max(v for _, v in series["rebalances"]) >= 2
+            picture = Path(os.environ.get("GROUPKAFKA_METRICS_PICTURE") or tmp_path / "metrics.png")
+            metrics_plot.draw(series, picture, "test_metrics_prometheus on Kafka 4.3.1: 80 records at 20 a trigger, "
+                              "a consumer joins, the broker frozen 4 s")
+            assert picture.stat().st_size > 10_000
+        finally:
+            if member is not None:
+                member.close()
+            stop(q)
+
+
+OFFSET_COMMIT, ILLEGAL_GENERATION = 8, 22  # Kafka's API key and error code
+
+
+def test_prometheus_sees_a_fenced_commit_and_the_sample_rule_fires(prometheus_present, spark, mock_broker,
+                                                                    unique_name, tmp_path):
+    """The broker answers a commit ILLEGAL_GENERATION (librdkafka's mock injects it: on Kafka the
+    member learns of its removal from its heartbeat first and sends no stale commit)."""
+    broker = mock_broker
+    topic, group, name = unique_name("topic"), unique_name("g"), table_name(unique_name)
+    broker.create_topic(topic, 2)
+    port = free_port()
+    q = None
+    with Prometheus([f"127.0.0.1:{port}"], tmp_path / "prom", rule_files=[ALERTS]) as prom:
+        sel = f'{{query="qf",group="{group}"}}'
+        produce(broker.bootstrap, topic, 10, 2)
+        q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest",
+                             **{"metrics.port": str(port), "metrics.queryName": "qf"}),
+                      name, str(tmp_path / "ck"), interval="1 second")
+        try:
+            wait_rows(spark, name, 10, timeout=300, query=q)
+            wait_until(lambda: (prom.value(f"groupkafka_commitsSucceeded_total{sel}") or 0) >= 1, 60, interval=0.5,
+                       message="Prometheus to see the first commit")
+            assert prom.value(f"groupkafka_commits_fenced_total{sel}") == 0
+            assert "GroupKafkaCommitsFenced" not in prom.firing()
+            broker.mock.push_request_errors(OFFSET_COMMIT, [ILLEGAL_GENERATION])
+            produce(broker.bootstrap, topic, 10, 2, start=10)
+            wait_until(lambda: (prom.value(f"groupkafka_commits_fenced_total{sel}") or 0) >= 1, 120, interval=0.5,
+                       message="Prometheus to see the fenced commit")
+            assert prom.value(f"groupkafka_commitsFailed_total{sel}") >= 1
+            assert prom.value('groupkafka_last_error_info{query="qf",type="CommitError"}') == 1
+            wait_until(lambda: "GroupKafkaCommitsFenced" in prom.firing(), 60, interval=0.5,
+                       message="the sample rule GroupKafkaCommitsFenced to fire")
+            wait_rows(spark, name, 20, timeout=120, query=q)  # the member rejoined and read on
+        finally:
+            stop(q)
