@@ -324,14 +324,12 @@ def interleaved(reads: Sequence[tuple[Batch, float | None]], owned: Owned) -> li
     """a: the uses of a partition grouped by ownership (owner, acquisitions so far): a Spark
     batch's plan, a poll's start. Two owners' spans of one partition must not overlap: one
     that does read it while the other still did (the A, B, A, B of two members each acquiring
-    it once). Replays (no time) are left out."""
+    it once). Replays and readers whose ownership is not recorded are left out."""
     uses: dict[int, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
     for b, t in reads:
-        if t is None:
-            continue
+        if t is None or t == float("inf"):
+            continue  # a replay, or a reader whose ownership is not recorded
         at = t if b.started is None or b.ended != t else b.started  # a poll: from its start
-        if at == float("inf"):
-            at = b.t
         for p in {p for p, _o, _s in b.rows}:
             uses[p][(b.owner, owned.acquisitions_before(b.owner, p, t))].append(at)
     out = []

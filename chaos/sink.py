@@ -75,7 +75,10 @@ def read_batches(out: str) -> list[Batch]:
             lines = f.read().splitlines()
         head = json.loads(lines[0])
         rows = tuple(tuple(json.loads(ln)) for ln in lines[1:] if ln)
+        end = head.get("end")
+        if isinstance(end, str) and end.startswith('"'):  # Spark logs a source's offset as a JSON string
+            end = json.loads(end)
         batches.append(Batch(head["owner"], int(head["batch"]), float(head["t"]), rows,  # type: ignore[arg-type]
-                             head.get("started"), head.get("ended"), head.get("end")))
+                             head.get("started"), head.get("ended"), end))
     batches.sort(key=lambda b: (b.t, b.owner, b.batch))
     return batches

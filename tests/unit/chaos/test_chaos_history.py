@@ -21,7 +21,7 @@ from chaos.history import (
     parse_member_log,
 )
 from chaos.run import Row
-from chaos.sink import Batch
+from chaos.sink import Batch, read_batches, write_batch
 from chaos.traffic import unacknowledged
 from chaos.verdict import completeness, tally
 from spark_groupsource.group import history as product_history
@@ -198,3 +198,12 @@ def test_the_products_history_lines_parse(caplog):
     assert own == [Ownership("a-1", "acquired", (0,), 1.5, "m1", 4)]
     assert plans == [Plan("a-1", "m1", 4, 2.0, {0: (0, 7)}, _end(0, 7))]
     assert commits == [Commit("a-1", "m1", 4, 2.5, ((0, 7),), ())]
+
+
+def test_a_sink_batch_names_its_plan_by_the_end_offset_spark_logged(tmp_path):
+    # Spark's offsets log holds a Python source's offset as a JSON string of its JSON
+    write_batch(str(tmp_path), "a-1", 0, [(0, 0, 0)], t=1.0, started=1.1, ended=1.2, end=json.dumps(_end(0, 1)))
+    (b,) = read_batches(str(tmp_path))
+    assert (b.end, b.started, b.ended) == (_end(0, 1), 1.1, 1.2)
+    h = History(ownership=[_acq("a-1", 0.0, 1)], plans=[_plan("a-1", 1, 0.5, 0, 1)], reads=[b])
+    assert _judge(h).breaches == []
