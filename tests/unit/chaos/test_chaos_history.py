@@ -92,6 +92,11 @@ def test_b_a_commit_accepted_after_its_member_was_fenced_fails():
     fenced_then_accepted = [Commit("a-1", "ma-1", 2, 2.0, (), fenced=(0,)), Commit("a-1", "ma-1", 2, 3.0, ((0, 10),))]
     (only,) = _judge(History(**base, commits=fenced_then_accepted)).breaches
     assert only.startswith("fenced commit: a-1 (member ma-1, generation 2): commit of [(0, 10)] sent 1.0s after")
+    # a fence the coordinator took back (an injected error): the member acquired under the same
+    # generation again before the commit
+    h = History(**base, commits=fenced_then_accepted)
+    h.ownership = [*h.ownership, _acq("a-1", 2.5, 2)]
+    assert _judge(h).fenced_commits == []
     # classic: a commit of generation 2 sent after generation 3 formed (b-1 acquired under it)
     h = History(**base, commits=[Commit("a-1", "ma-1", 2, 5.0, ((0, 10),))])
     h.ownership = [*h.ownership, Ownership("b-1", "acquired", (), 4.0, "mb-1", 3)]
