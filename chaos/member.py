@@ -42,15 +42,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _sink(out: str, name: str, owner: str):
+def logged_end(checkpoint: str, batch_id: int) -> str | None:
+    """The source's end offset Spark logged for ``batch_id`` (the last line of the checkpoint's
+    offsets/<batch_id>: one source), or None when it cannot be read."""
+    try:
+        with open(os.path.join(checkpoint, "offsets", str(batch_id))) as f:
+            lines = [ln for ln in f.read().splitlines() if ln.strip()]
+    except OSError:
+        return None
+    return lines[-1] if len(lines) >= 3 else None
+
+
+def _sink(out: str, name: str, owner: str, checkpoint: str):
     pause = os.path.join(out, f"pause-{name}")
 
     def write(df, batch_id: int) -> None:
         deadline = time.monotonic() + 180
         while os.path.exists(pause) and time.monotonic() < deadline:  # the suite makes us lag
             time.sleep(0.2)
+        started = time.monotonic()
         rows = df.selectExpr("partition", "offset", "CAST(value AS STRING) AS v").collect()
-        write_batch(out, owner, batch_id, ((r.partition, r.offset, int(r.v)) for r in rows))
+        write_batch(out, owner, batch_id, ((r.partition, r.offset, int(r.v)) for r in rows),
+                    started=started, ended=time.monotonic(), end=logged_end(checkpoint, batch_id))
 
     return write
 
@@ -107,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         .load()
     )
     query = (
-        df.writeStream.foreachBatch(_sink(args.out, args.name, owner))
+        df.writeStream.foreachBatch(_sink(args.out, args.name, owner, args.checkpoint))
         .option("checkpointLocation", args.checkpoint)
         .trigger(processingTime=args.trigger)
         .start()

@@ -26,9 +26,8 @@ Heartbeat and OffsetCommit. The verdict gets two checks from it that no sink can
 - no commit accepted after its member was fenced: an OffsetCommit answered without error, sent
   after a response told that (member id, generation) UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, or
   carrying a generation older than one the coordinator had already handed out;
-- never two members assigned one partition in the same generation (SyncGroup responses), and
-  never one partition in two members' assignments in a sample of the group's description
-  (DescribeGroups every second, PLAINTEXT listener).
+- never two members assigned one partition in the same generation (SyncGroup responses; the
+  group's description, sampled for every scenario, is judged by chaos/history.py).
 """
 
 from __future__ import annotations
@@ -263,7 +262,6 @@ class FaultNet:
     events: list[WireEvent] = field(default_factory=list)
     conns: list[Conn] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)  # accepted connections per (node, role, mode)
-    samples: list[tuple[float, str, dict[str, list[int]]]] = field(default_factory=list)
     closed: bool = False
 
     def __post_init__(self) -> None:
@@ -398,34 +396,6 @@ class FaultNet:
                 c.upstream.close()
             c.closed = True
 
-    # the group's description, sampled
-    def sample_groups(self, r: Run, every_s: float = 1.0) -> None:
-        """DescribeGroups every ``every_s`` (kafka-python's admin client, PLAINTEXT listener; a
-        librdkafka admin client asked this often under load hit an assertion of librdkafka's)."""
-        def loop() -> None:
-            from kafka import KafkaAdminClient
-
-            admin = None
-            while not self.closed:
-                try:
-                    if admin is None:
-                        admin = KafkaAdminClient(bootstrap_servers=r.broker.bootstrap, request_timeout_ms=5000)
-                    desc = admin.describe_groups([r.group])[r.group]
-                    members = {}
-                    for m in desc.get("members") or []:
-                        a = m.get("member_assignment")
-                        parts = a.partitions() if hasattr(a, "partitions") else []
-                        members[m.get("member_id")] = sorted(tp.partition for tp in parts if tp.topic == r.topic)
-                    self.samples.append((time.monotonic(), str(desc.get("group_state")), members))
-                except Exception:  # noqa: BLE001 - a sample missed; asked again
-                    pass
-                time.sleep(every_s)
-            if admin is not None:
-                with contextlib.suppress(Exception):
-                    admin.close()
-
-        threading.Thread(target=loop, daemon=True, name="group-sampler").start()
-
     def close(self) -> None:
         self.closed = True
         for s in self.listeners:
@@ -478,7 +448,9 @@ def fenced_commits(events: list[WireEvent]) -> list[str]:
     return problems
 
 
-def double_assignments(events: list[WireEvent], samples: list[tuple[float, str, dict[str, list[int]]]]) -> list[str]:
+def double_assignments(events: list[WireEvent]) -> list[str]:
+    """Two members assigned one partition in one generation (the SyncGroup answers the proxy
+    read; the coordinator's descriptions are the history checker's, chaos/history.py)."""
     by_gen: dict[int, dict[str, set]] = defaultdict(dict)
     for e in events:
         if e.api == SYNC_GROUP and e.response.get("error") == 0 and "assigned" in e.response:
@@ -491,11 +463,6 @@ def double_assignments(events: list[WireEvent], samples: list[tuple[float, str, 
                 if tp in seen and seen[tp] != member:
                     problems.append(f"generation {gen}: {tp} assigned to {seen[tp]} and {member}")
                 seen[tp] = member
-    for t, state, members in samples:
-        owners = Counter(p for ps in members.values() for p in ps)
-        twice = sorted(p for p, n in owners.items() if n > 1)
-        if twice:
-            problems.append(f"group description ({state}) at {t:.0f}: partitions {twice} in two members")
     return problems
 
 
@@ -508,7 +475,7 @@ def summary(net: FaultNet) -> str:
     conns = ", ".join(f"{role}@{node} {mode} {n}" for (node, role, mode), n in sorted(net.counts.items())
                       if role != "other")
     return (f"wire: {len(commits)} commits ({len(refused)} refused), generations {gens[:1]}..{gens[-1:]} "
-            f"({len(gens)}), {syncs} assignments read, {len(net.samples)} group samples; connections {conns}")
+            f"({len(gens)}), {syncs} assignments read, connections {conns}")
 
 
 # -- the scenarios -----------------------------------------------------------------------------
@@ -520,11 +487,10 @@ def _prepare(r: Run) -> dict[str, str]:
 def _net(r: Run) -> FaultNet:
     net: FaultNet = r.net  # type: ignore[attr-defined]
     net.attach(r)
-    net.sample_groups(r)
 
     def check(_batches) -> list[str]:
         net.close()
-        problems = fenced_commits(net.events) + double_assignments(net.events, net.samples)
+        problems = fenced_commits(net.events) + double_assignments(net.events)
         r.notes.append(summary(net))
         with open(os.path.join(r.dir, "wire.jsonl"), "w") as f:
             for e in net.events:

@@ -9,14 +9,14 @@ import os
 import re
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from chaos import history as hist
 from chaos.procs import Member, start_member
 from chaos.sink import Batch, read_batches
-from chaos.traffic import JavaPlainMember, OffsetSampler, PlainMember, SeqProducer
-from chaos.verdict import order_breaks, separate_log_copies, tally, unreported
+from chaos.traffic import GroupSampler, JavaPlainMember, OffsetSampler, PlainMember, SeqProducer
+from chaos.verdict import completeness, separate_log_copies, tally, unreported
 from spark_groupsource.devbroker import DevBroker
 
 #: Reader options of every member on the mock: a 6 s session (a member still draining a slow
@@ -89,7 +89,11 @@ class Row:
     dup_max: int = 0
     handovers: int = 0
     regressions: int = 0
-    order_breaks: int = 0  # gaps and reorders within one owner's read of a partition (verdict.order_breaks)
+    order_breaks: int = 0  # gaps and reorders within one ownership of a partition (chaos.history)
+    history_breaches: int = 0  # every breach of the history checker's rules (chaos/history.py)
+    generations: int = 0  # distinct generations (KIP-848: member epochs) in the members' histories
+    group_samples: int = 0  # the coordinator's descriptions of the group taken
+    unacked_absent: int = 0  # records sent, never acknowledged, not in the log (never written)
     failures: int = 0
     reached_end: bool | None = None
     elapsed_s: float = 0.0
@@ -149,6 +153,9 @@ class Run:
         self.plain: list[PlainMember | JavaPlainMember] = []
         self.producer: SeqProducer | None = None
         self.sampler = OffsetSampler(self.broker.bootstrap, self.group, self.topic, partitions).start()
+        self.group_sampler = GroupSampler(self.broker.bootstrap, self.group, self.topic).start()
+        #: records sent with no successful delivery report that the log does not hold
+        self.unacked_absent: dict[int, str] = {}
         self.deleted_before: dict[int, int] = {}
         self.outcome = Outcome()
         self.per_member = False
@@ -406,8 +413,22 @@ class Run:
                 self.notes.append(f"records with unknown offsets could not be looked up: {exc}")
             if absent:
                 self.notes.append(f"{len(absent)} records the producer reported delivered with no offset are not in "
-                                  f"the log (never written; left out of the tally): (seq, partition) "
+                                  f"the log (acknowledged, so counted lost): (seq, partition) "
                                   f"{sorted(absent.items())[:5]}")
+                self.event(self.notes[-1])
+            try:
+                found, self.unacked_absent = self.producer.unacknowledged(self.broker.bootstrap)
+            except Exception as exc:  # noqa: BLE001 - not judged: said as a reason of the run
+                found = {}
+                self.problems.append(f"records sent without an acknowledgement could not be looked up: {exc}")
+            if found:  # in the log: a reader must read them like any other
+                self.producer.delivered.update(found)
+                self.notes.append(f"{len(found)} records sent with no successful delivery report are in the log, "
+                                  f"judged as records: (seq, position) {sorted(found.items())[:3]}")
+                self.event(self.notes[-1])
+            if self.unacked_absent:
+                self.notes.append(f"{len(self.unacked_absent)} records sent, never acknowledged, are not in the log "
+                                  f"(never written; not lost): (seq, why) {sorted(self.unacked_absent.items())[:3]}")
                 self.event(self.notes[-1])
             try:
                 self.log_copies = self.producer.log_copies(self.broker.bootstrap)
@@ -455,6 +476,7 @@ class Run:
             self.sampler.sample()
             final = self.sampler.last.copy()
             self.sampler.close()
+            self.group_sampler.close()
             self.broker.stop()
         self._flush_java_members()  # production has ended, the members have left, the broker is down
         row.elapsed_s = round(time.monotonic() - self.t0, 1)
@@ -463,35 +485,60 @@ class Run:
             f.write(json.dumps(row.to_json()) + "\n")
         return row
 
+    def history_of(self, logs: dict[str, str], batches: list[Batch]) -> hist.History:
+        """The run's history: the members' logged ownership, plans and commits, the plain
+        consumers' rebalance callbacks, the sinks' batches and the coordinator's samples."""
+        h = hist.History(reads=batches, samples=_sampled(self.group_sampler), classic=self.protocol == "classic",
+                         exclusive=not self.per_member)
+        for m in self.history:
+            own, plans, commits = hist.parse_member_log(m.owner, logs[m.owner], self.topic)
+            h.ownership += own
+            h.plans += plans
+            h.commits += commits
+        for pm in self.plain:
+            h.ownership += pm.owned_history(self.topic)
+        return h
+
+    def _samplers_verdict(self, row: Row, reasons: list[str]) -> None:
+        """The run reached the log end and the offset sampler sampled (chaos.verdict.completeness);
+        its failed asks and the group sampler's are said."""
+        s = self.sampler
+        reasons += completeness(row.reached_end, s.samples, s.errors)
+        if s.samples and s.errors:
+            row.notes.append(f"committed-offset sampler: {s.samples} samples, {s.errors} failed asks")
+        g = self.group_sampler
+        if g.errors:
+            row.notes.append(f"the coordinator's group description: {len(g.samples)} samples, {g.errors} failed asks "
+                             f"(last: {g.last_error})")
+
     def _verdict(self, row: Row, final: dict[int, int], error: BaseException | None) -> None:
         reasons = row.reasons
         if error is not None:
             reasons.append(f"scenario could not run: {error}")
         produced = self.producer.delivered if self.producer else {}
-        acquisitions = {m: Counter() for m in {h.name for h in self.history}}
-        by_owner: dict[str, Counter] = {}  # the same per member incarnation (and plain consumer)
         logs = {h.owner: _read(h.log_path) for h in self.history}
-        for h in self.history:
-            by_owner[h.owner] = Counter(int(p) for p in re.findall(rf"{re.escape(self.topic)}-(\d+) starts at offset",
-                                                                   logs[h.owner]))
-            acquisitions[h.name].update(by_owner[h.owner])
-        for pm in self.plain:
-            acquisitions.setdefault(pm.owner, Counter()).update(pm.acquired)
-            by_owner.setdefault(pm.owner, Counter()).update(pm.acquired)
         produced, batches = separate_log_copies(produced, read_batches(self.out), self.log_copies)
+        history = self.history_of(logs, batches)
         incarnation_of = self.producer.incarnation_of() if self.producer else {}
-        t = tally(produced, batches, acquisitions=acquisitions, deleted_before=self.deleted_before,
+        t = tally(produced, batches, acquisitions=hist.acquisitions(history.ownership),
+                  deleted_before=self.deleted_before,
                   counted_below={p: final.get(p) for p in range(self.partitions)} if self.outcome.expect_failure
                   else None, per_member=self.per_member, incarnation_of=incarnation_of,
                   gone_incarnations=self.gone_incarnations)
         all_logs = "\n".join(logs.values())
-        skips = reported_skips(all_logs, self.topic)
-        breaks = order_breaks(produced, batches, acquisitions=by_owner, deleted_before=self.deleted_before,
-                              skipped=skips, incarnation_of=incarnation_of, per_member=self.per_member)
-        row.order_breaks = len(breaks)
-        if breaks:
-            reasons.append(f"{len(breaks)} breaks of read order (offsets only rise, none skipped outside a "
-                           f"reported loss): " + "; ".join(breaks[:3]))
+        judged = hist.judge(history, produced, spark_owners={h.owner for h in self.history},
+                            deleted_before=self.deleted_before, skipped=reported_skips(all_logs, self.topic),
+                            incarnation_of=incarnation_of)
+        breaches = judged.breaches
+        row.order_breaks, row.history_breaches = len(judged.order_breaks), len(breaches)
+        row.generations, row.group_samples = judged.generations, len(history.samples)
+        if breaches:
+            reasons.append(f"{len(breaches)} breaches of the history's rules (chaos/history.py): "
+                           + "; ".join(breaches[:4]))
+        if judged.replayed:
+            row.notes.append(f"{judged.replayed} batches replayed from a checkpoint by a later incarnation "
+                             f"(judged by the lost and duplicate checks)")
+        self._samplers_verdict(row, reasons)
         row.produced, row.read, row.lost, row.deleted = t.produced, t.read, t.lost, t.deleted + t.gone
         if self.gone_incarnations:
             row.notes.append(f"{t.gone} records of the deleted topic's incarnation(s) "
@@ -536,10 +583,13 @@ class Run:
         for pattern in self.outcome.expect_logged:
             if not re.search(pattern, all_logs):
                 reasons.append(f"no log line matching {pattern!r}")
-        if row.reached_end is False:
-            row.notes.append("the group's commits did not reach the log end")
+        row.unacked_absent = len(self.unacked_absent)
         row.notes += self.notes
         row.ok = not reasons
+
+
+def _sampled(gs: GroupSampler) -> list[hist.GroupSample]:
+    return [hist.GroupSample(t, state, {m: tuple(ps) for m, ps in members.items()}) for t, state, members in gs.samples]
 
 
 def reported_skips(logs: str, topic: str) -> list[tuple[int, int, int]]:

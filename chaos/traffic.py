@@ -22,6 +22,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from chaos.history import Ownership
+
 _QUIET = {"log_level": 0}  # the faults make clients log connection errors by the hundred
 
 
@@ -41,7 +43,7 @@ class SeqProducer:
         self.incarnation_starts: list[int] = []
         self._lock = threading.Lock()  # held while producing: pause, partitions and producer change under it
         self._paused = False
-        self.delivered: dict[int, tuple[int, int]] = {}
+        self.delivered: dict[int, tuple[int, int | None]] = {}
         self.failed: dict[int, str] = {}
         self.absent: dict[int, int] = {}  # seq -> partition: reported delivered, not in the log
         self.sent = 0
@@ -145,10 +147,24 @@ class SeqProducer:
         idempotent librdkafka producer that resets its producer id after a failed request
         re-sends what was in flight, some of which the broker may have written already (seen
         once in a rolling restart of Kafka 4.0.1: one record at two consecutive offsets)."""
-        at: dict[int, list[tuple[int, int]]] = {}
-        for p, o, seq in self._read_log(bootstrap, list(range(self.partitions)), timeout, "to look for copies"):
-            at.setdefault(seq, []).append((p, o))
+        at = self.in_log(bootstrap, timeout, "to look for copies")
         return {seq: positions for seq, positions in at.items() if len(positions) > 1}
+
+    def in_log(self, bootstrap: str, timeout: float = 60.0, why: str = "") -> dict[int, list[tuple[int, int]]]:
+        """seq -> every (partition, offset) the log holds it at now."""
+        at: dict[int, list[tuple[int, int]]] = {}
+        for p, o, seq in self._read_log(bootstrap, list(range(self.partitions)), timeout, why):
+            at.setdefault(seq, []).append((p, o))
+        return at
+
+    def unacknowledged(self, bootstrap: str, timeout: float = 60.0) -> tuple[dict[int, tuple[int, int]], dict[int, str]]:
+        """The records sent with no successful delivery report (failed, or no report at all), looked
+        up in the log by their value: (seq -> (partition, offset) of those the log holds, which
+        a reader must read like any other; seq -> why, of those it does not: never written)."""
+        if len(self.delivered) >= self.sent:
+            return {}, {}
+        return unacknowledged(self.sent, self.delivered, self.failed,
+                              self.in_log(bootstrap, timeout, "to look up unacknowledged records"))
 
     def _read_log(self, bootstrap: str, parts: list[int], timeout: float, why: str) -> list[tuple[int, int, int]]:
         """(partition, offset, seq) of every record in these partitions, up to their ends now."""
@@ -188,8 +204,9 @@ class SeqProducer:
         DUPLICATE_SEQUENCE_NUMBER as delivered, offset unknown (librdkafka #4438). On Kafka
         4.0.1 such a record was once missing from the log (a clean-clone CI run), and an unknown
         offset failed the judging of a chaos-kafka run. Found: the offset is filled in. Not in
-        the log: the record was never written, no reader could read it; it leaves ``delivered``
-        for the returned seq -> partition (``absent``), which the run reports.
+        the log: an acknowledged record the log does not hold; it stays in ``delivered`` with
+        offset None (the tally counts it lost: an acknowledged write must be there) and in the
+        returned seq -> partition (``absent``).
         """
         unknown = {seq: p for seq, (p, o) in self.delivered.items() if o is None or o < 0}
         if not unknown:
@@ -204,7 +221,7 @@ class SeqProducer:
             if seq in found:
                 self.delivered[seq] = (p, found[seq])
             else:
-                del self.delivered[seq]
+                self.delivered[seq] = (p, None)  # acknowledged, not in the log: the tally counts it lost
                 absent[seq] = p
         self.absent.update(absent)
         return absent
@@ -308,6 +325,55 @@ class OffsetSampler:
         self._consumer.close()
 
 
+class GroupSampler:
+    """The group's members and assignments as its coordinator describes them (DescribeGroups,
+    kafka-python's admin client: a librdkafka one asked this often under load hit an assertion
+    of librdkafka's), every ``every_s`` on a thread: ``samples`` (monotonic time, state,
+    member id -> partitions of ``topic``) for the history checker, and the failed asks
+    (``errors``, the last one in ``last_error``; librdkafka's mock cluster answers none)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, every_s: float = 1.0):
+        self.bootstrap, self.group, self.topic, self.every_s = bootstrap, group, topic, every_s
+        self.samples: list[tuple[float, str, dict[str, list[int]]]] = []
+        self.errors = 0
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="chaos-group-sampler")
+
+    def start(self) -> GroupSampler:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from kafka import KafkaAdminClient
+
+        admin = None
+        while not self._stop.is_set():
+            try:
+                if admin is None:
+                    admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+                desc = admin.describe_groups([self.group])[self.group]
+                members = {}
+                for m in desc.get("members") or []:
+                    a = m.get("member_assignment")
+                    parts = a.partitions() if hasattr(a, "partitions") else []
+                    members[m.get("member_id")] = sorted(tp.partition for tp in parts if tp.topic == self.topic)
+                self.samples.append((time.monotonic(), str(desc.get("group_state")), members))
+            except Exception as exc:  # noqa: BLE001 - counted and said; asked again
+                self.errors += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"[:200]
+            self._stop.wait(self.every_s)
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:  # noqa: BLE001 - closing a client of a stopped broker
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
 class PlainMember:
     """A confluent-kafka group member on its own thread, writing each consumed batch to the sink
     directory in the members' format, then committing it (at-least-once, like the queries)."""
@@ -318,10 +384,13 @@ class PlainMember:
         self.owner, self.out = owner, out
         self._write = write_batch
         self.acquired: list[int] = []
+        #: (event, partitions, monotonic time): its rebalance callbacks, for the history checker
+        self.ownership: list[tuple[str, tuple[int, ...], float]] = []
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", **_QUIET, **conf})
-        self.consumer.subscribe([topic], on_assign=self._on_assign)
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_lost)
         self.batches = 0
         self.commit_errors = 0
         self._stop = threading.Event()
@@ -329,15 +398,28 @@ class PlainMember:
         self._thread.start()
 
     def _on_assign(self, consumer, partitions) -> None:
+        self.ownership.append(("acquired", tuple(tp.partition for tp in partitions), time.monotonic()))
         self.acquired.extend(tp.partition for tp in partitions)
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self.ownership.append(("revoked", tuple(tp.partition for tp in partitions), time.monotonic()))
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self.ownership.append(("lost", tuple(tp.partition for tp in partitions), time.monotonic()))
+
+    def owned_history(self, topic: str) -> list[Ownership]:
+        """Its rebalance callbacks as the history checker's ownership events."""
+        return [Ownership(self.owner, ev, parts, t) for ev, parts, t in self.ownership]
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            started = time.monotonic()
             msgs = [m for m in self.consumer.consume(500, timeout=0.2) if m.error() is None]
             if not msgs:
                 continue
             self._write(self.out, self.owner, self.batches,
-                        [(m.partition(), m.offset(), int(m.value())) for m in msgs])
+                        [(m.partition(), m.offset(), int(m.value())) for m in msgs],
+                        started=started, ended=time.monotonic())
             self.batches += 1
             try:
                 self.consumer.commit(asynchronous=False)
@@ -392,6 +474,19 @@ class JavaPlainMember:
         return [p for a in self.consumer.history() if a.kind == "assigned"
                 for t, p in sorted(a.partitions) if t == self.topic]
 
+    def owned_history(self, topic: str) -> list[Ownership]:
+        """Its rebalance callbacks (when the harness read them) as the history checker's
+        ownership events, with the generation and member id the consumer reported."""
+        from tests.javaclient import parse_tp
+
+        out = []
+        for e in self.consumer.events():
+            if e.get("event") in ("assigned", "revoked", "lost"):
+                parts = tuple(p for t, p in map(parse_tp, e.get("partitions", ())) if t == topic)
+                out.append(Ownership(self.owner, "acquired" if e["event"] == "assigned" else e["event"], parts,
+                                     e["_mono"], e.get("member_id") or "", int(e.get("generation", -1))))
+        return out
+
     @property
     def batches(self) -> int:
         return len(self.consumer.events("records"))
@@ -440,6 +535,18 @@ class JavaPlainMember:
                     else:
                         rows.append((p, o, seq))
             t = e["ts_ms"] / 1000 if "ts_ms" in e else time.time() - (time.monotonic() - e["_mono"])
-            write_batch(self.out, self.owner, i, rows, t=t)
+            # read before the harness got the line: its ownership is judged at that time
+            write_batch(self.out, self.owner, i, rows, t=t, started=e["_mono"], ended=e["_mono"])
             written += len(rows)
         return written
+
+
+def unacknowledged(sent: int, delivered: Mapping[int, object], failed: Mapping[int, str],
+                   in_log: Mapping[int, list[tuple[int, int]]]) -> tuple[dict[int, tuple[int, int]], dict[int, str]]:
+    """Of the ``sent`` records (seq 0 .. sent-1), those with no successful delivery report:
+    (seq -> first position of those ``in_log`` holds: records a reader must read; seq -> why
+    (the delivery error, or none reported) of those it does not: never written)."""
+    missing = [seq for seq in range(sent) if seq not in delivered]
+    found = {seq: in_log[seq][0] for seq in missing if seq in in_log}
+    gone = {seq: failed.get(seq, "no delivery report") for seq in missing if seq not in in_log}
+    return found, gone

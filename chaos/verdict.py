@@ -1,14 +1,13 @@
-"""What a scenario's records say: lost, deleted, duplicates against the promise, wrong reads,
-and the order of each member's reads (:func:`order_breaks`). Pure: the inputs are the
+"""What a scenario's records say: lost, deleted, duplicates against the promise, wrong reads
+(the order of the reads and the rules of the group protocol: chaos/history.py). Pure: the inputs are the
 producer's delivery reports, the sinks' batches and the facts the scenario recorded
 (acquisitions, retention points, final committed offsets, the topic's incarnations)."""
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chaos.sink import Batch
 
@@ -49,8 +48,7 @@ def separate_log_copies(
     if not ids:
         return produced, list(batches)
     relabeled = [
-        Batch(b.owner, b.batch, b.t, tuple((p, o, ids.get((p, o), s)) if s in copies else (p, o, s)
-                                             for p, o, s in b.rows))
+        replace(b, rows=tuple((p, o, ids.get((p, o), s)) if s in copies else (p, o, s) for p, o, s in b.rows))
         for b in batches
     ]
     return produced, relabeled
@@ -110,36 +108,27 @@ def tally(
         produced=len(produced), read=len(seen & produced.keys()), lost=len(lost), deleted=len(deleted),
         dup_total=dup_total, dup_max=dup_max, wrong=wrong,
         dup_breaches=_promise_breaches(produced, batches, reads, acquisitions, per_member),
-        handovers=handover_count(batches, acquisitions, per_member),
+        handovers=handover_count(acquisitions, per_member),
         lost_examples=lost[:10], deleted_records=sorted(deleted), gone=gone,
     )
 
 
-def _owners(batches: Sequence[Batch], slot_of) -> dict[tuple[str, int], list[str]]:
-    """(slot, partition) -> the owners (member incarnation or plain consumer) of consecutive
-    batches reading it, each change of owner once."""
-    owners: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for b in batches:
-        slot = slot_of(b)
-        for p in sorted({p for p, _o, _s in b.rows}):
-            if not owners[(slot, p)] or owners[(slot, p)][-1] != b.owner:
-                owners[(slot, p)].append(b.owner)
-    return owners
-
-
-def _handovers(key: tuple[str, int], owners: Mapping, acquisitions: Mapping[str, Counter], per_member: bool) -> int:
+def _handovers(key: tuple[str, int], acquisitions: Mapping[str, Counter], per_member: bool) -> int:
+    """Handovers of a partition (for one reader with ``per_member``): its acquisitions in the
+    group's generations less the first (chaos.history.handovers), never the changes of owner
+    seen in the readers' output: two members reading one partition at once would count as
+    handovers there, and excuse their duplicates."""
     slot, p = key
     acq = sum(c.get(p, 0) for m, c in acquisitions.items() if not per_member or m == slot)
-    return max(acq - 1, len(owners.get(key, ())) - 1, 0)
+    return max(acq - 1, 0)
 
 
-def handover_count(batches: Sequence[Batch], acquisitions: Mapping[str, Counter], per_member: bool = False) -> int:
+def handover_count(acquisitions: Mapping[str, Counter], per_member: bool = False) -> int:
     """Partition handovers in the run, summed over partitions (the denominator of the
     duplicates-per-handover figure the README reports)."""
-    owners = _owners(batches, (lambda b: b.member) if per_member else (lambda b: "group"))
-    keys = set(owners) | ({(m, p) for m, c in acquisitions.items() for p in c} if per_member
-                         else {("group", p) for c in acquisitions.values() for p in c})
-    return sum(_handovers(k, owners, acquisitions, per_member) for k in keys)
+    keys = ({(m, p) for m, c in acquisitions.items() for p in c} if per_member
+            else {("group", p) for c in acquisitions.values() for p in c})
+    return sum(_handovers(k, acquisitions, per_member) for k in keys)
 
 
 def unreported(deleted: list[tuple[int, int]], reported: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
@@ -152,10 +141,8 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
     reader slot and partition, the records read more than once must come from at most
     ``handovers`` distinct batches (by the batch that read them first), and no record may be
     read more than 1 + handovers times. Handovers of a partition: the times it was acquired
-    after the first (from the members' logs), or, if more, the changes of owner (member
-    incarnation or plain consumer) between consecutive batches reading it."""
+    after the first, in the group's generations (:func:`_handovers`)."""
     slot_of = (lambda b: b.member) if per_member else (lambda b: "group")
-    owners = _owners(batches, slot_of)
     first_batch: dict[tuple[str, int], int] = {}  # (slot, seq) -> index of the batch that read it first
     for i, b in enumerate(batches):
         slot = slot_of(b)
@@ -174,7 +161,7 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
     out = []
     for key in sorted(excess):
         slot, p = key
-        handovers = _handovers(key, owners, acquisitions, per_member)
+        handovers = _handovers(key, acquisitions, per_member)
         if len(reread_batches[key]) > handovers or most[key] > 1 + handovers:
             who = f"member {slot}, " if per_member else ""
             out.append(f"{who}partition {p}: {excess[key]} re-reads (a record up to {most[key]}x) of "
@@ -182,96 +169,14 @@ def _promise_breaches(produced, batches, reads, acquisitions, per_member) -> lis
     return out
 
 
-def order_breaks(
-    produced: Mapping[int, tuple[int, int | None]],
-    batches: Sequence[Batch],
-    *,
-    acquisitions: Mapping[str, Counter] | None = None,
-    deleted_before: Mapping[int, int] | None = None,
-    skipped: Sequence[tuple[int, int, int]] = (),
-    incarnation_of: Mapping[int, int] | None = None,
-    per_member: bool = False,
-) -> list[str]:
-    """The order of each reader's reads, as Jepsen's Kafka checker judges it: within one
-    owner's read of a partition (its consecutive batches reading it, between handovers to
-    another owner), offsets only rise, and no offset that holds a record is skipped unless the
-    skip is a reported loss.
-
-    ``batches`` in read order (:func:`chaos.sink.read_batches`), rows in the order the sink
-    got them. ``acquisitions``: owner (member incarnation or plain consumer) -> partition ->
-    times it acquired the partition: each acquisition after the first allows one step back
-    (a member that lost a partition and got it back, nobody reading it in between, restarts
-    at the group's offset: a re-read, which the duplicate promise judges). Offsets that hold
-    a record: those of ``produced`` (seq -> (partition, offset); a copy of
-    :func:`separate_log_copies` is a record too). Excused skips: offsets below the retention
-    point (``deleted_before``), inside a logged data-loss range ``skipped`` (partition, from,
-    until), or of another incarnation of the topic (``incarnation_of``: seq -> incarnation;
-    a read that moves to a new incarnation starts over, and skipping the new incarnation's
-    first records is a gap like any other). ``per_member``: `redundant` replicas each read
-    every record, so one owner's reads are judged apart from the others' (no handovers).
-
-    Returns one line per break: a gap (offsets holding records skipped) or a reorder (an
-    offset at or below the one read before, with no re-acquisition to explain it)."""
-    acquisitions = acquisitions or {}
-    deleted_before = deleted_before or {}
-    incarnation_of = incarnation_of or {}
-    holding: dict[tuple[int, int], list[int]] = defaultdict(list)  # (incarnation, partition) -> offsets
-    for s, (p, o) in produced.items():
-        if o is not None and o >= 0:
-            holding[(incarnation_of.get(s, 0), p)].append(o)
-    for offsets in holding.values():
-        offsets.sort()
-    skips: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for p, lo, hi in skipped:
-        skips[p].append((lo, hi))
-
-    def unexcused(inc: int, p: int, after: int, until: int) -> list[int]:
-        """Offsets in (after, until) of this incarnation holding a record and not excused."""
-        offsets = holding.get((inc, p), [])
-        i, j = bisect.bisect_right(offsets, after), bisect.bisect_left(offsets, until)
-        return [o for o in offsets[i:j] if o >= deleted_before.get(p, -1)
-                and not any(lo <= o < hi for lo, hi in skips.get(p, ()))]
-
-    # (key, partition) -> (owner, incarnation, last offset, batch); key: "group", or the owner
-    last: dict[tuple[str, int], tuple[str, int, int, int]] = {}
-    allowance: dict[tuple[str, int], int] = {}
-    out: list[str] = []
-    for b in batches:
-        key = b.owner if per_member else "group"
-        for p, o, s in b.rows:
-            inc = incarnation_of.get(s, 0)
-            prev = last.get((key, p))
-            last[(key, p)] = (b.owner, inc, o, b.batch)
-            if prev is None or prev[0] != b.owner:
-                continue  # a new owner's first read: the lost and duplicate checks judge handovers
-            _owner, prev_inc, prev_o, prev_batch = prev
-            after = f"{prev_o} (batch {prev_batch})"
-            if inc != prev_inc:  # the topic was deleted and created again: the new log starts over
-                prev_o, after = -1, f"the start of the topic's incarnation {inc} (batch {prev_batch} read {prev_inc})"
-            if o > prev_o:
-                missing = unexcused(inc, p, prev_o, o)
-                if missing:
-                    out.append(f"{b.owner} partition {p}: gap, read offset {o} (batch {b.batch}) after {after}, "
-                               f"skipping {len(missing)} records at offsets {_ranges(missing)} in no reported loss")
-                continue
-            akey = (b.owner, p)
-            if akey not in allowance:
-                allowance[akey] = max(acquisitions.get(b.owner, Counter()).get(p, 0) - 1, 0)
-            if allowance[akey] > 0:
-                allowance[akey] -= 1  # re-acquired: restarts at the group's offset
-                continue
-            out.append(f"{b.owner} partition {p}: reorder, read offset {o} (batch {b.batch}) after {prev_o} "
-                       f"(batch {prev_batch}) with no re-acquisition of the partition")
+def completeness(reached_end: bool | None, offset_samples: int, offset_errors: int) -> list[str]:
+    """What a run must have done for its other checks to mean anything: the group's commits
+    reached the log end (None: not expected, the query was meant to fail), and the
+    committed-offset sampler answered at least once (with no sample, "committed offsets
+    never went back" says nothing)."""
+    out = []
+    if reached_end is False:
+        out.append("the group's commits did not reach the log end")
+    if offset_samples == 0:
+        out.append(f"the committed-offset sampler took no successful sample ({offset_errors} failed asks)")
     return out
-
-
-def _ranges(offsets: Sequence[int], most: int = 3) -> str:
-    """[3, 7), [9, 10) ... for sorted offsets."""
-    spans: list[list[int]] = []
-    for o in offsets:
-        if spans and spans[-1][1] == o:
-            spans[-1][1] = o + 1
-        else:
-            spans.append([o, o + 1])
-    text = ", ".join(f"[{lo}, {hi})" for lo, hi in spans[:most])
-    return text + (f" and {len(spans) - most} more ranges" if len(spans) > most else "")

@@ -37,10 +37,12 @@ from soak.rules import (
     histogram_growth,
     histogram_total_mb,
     judge,
+    not_judged,
     read_rows,
     series_table,
     slope_per_hour,
     summary,
+    verdict_word,
 )
 
 #: a (re)started member's first batch: Spark took 250 s to start one at load 60 on 2 cores (the
@@ -140,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         print(series_table(verdicts))
         failed = [v for v in verdicts if v.judged and not v.ok]
         print(f"\nseries rules (warm-up {warmup_s / 60:g} min): "
-              + ("held" if not failed else "FAILED: " + "; ".join(f"{v.subject} {v.metric}: {v.what}" for v in failed)))
+              + verdict_word(not failed, [f"{v.subject} {v.metric}: {v.what}" for v in failed], not_judged(verdicts),
+                             "held"))
         return 1 if failed else 0
     from chaos.__main__ import use_kafka_home
     from spark_groupsource.devbroker import DevBrokerError, kafka_missing
@@ -217,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nplot failed: {type(exc).__name__}: {exc}")
     reasons = ([*row.reasons] + (["committed offsets did not reach the log end"] if row.reached_end is not True else [])
                + [f"{v.subject} {v.metric}: {v.what}" for v in failed])
+    unjudged = not_judged(verdicts)
     with open(os.path.join(r.dir, "verdict.json"), "w") as f:
         json.dump({"ok": ok, "minutes": args.minutes, "faults": done, "warmup_s": warmup_s, "kafka": label,
-                   "row": row.to_json(), "reasons": reasons,
+                   "row": row.to_json(), "reasons": reasons, "not_judged": unjudged,
                    "series": [{**v.__dict__, "what": v.what} for v in verdicts]}, f, indent=1)
-    print(f"\nsoak: {'PASSED' if ok else 'FAILED: ' + '; '.join(reasons)} ({len(done)} faults: {', '.join(done) or '-'}; "
+    print(f"\nsoak: {verdict_word(ok, reasons, unjudged)} ({len(done)} faults: {', '.join(done) or '-'}; "
           f"warm-up {warmup_s / 60:g} min; {sampler.rounds} sample rounds; {row.elapsed_s:.0f} s in all); "
           f"samples {csv_path}")
     return 0 if ok else 1

@@ -156,7 +156,7 @@ class SeriesVerdict:
     slope: float | None = None  # per hour
     bound: float | None = None  # slack (flat), MB/h (slope) or MB (ceiling)
     judged: bool = False
-    ok: bool = True
+    ok: bool | None = None  # None while not judged: a series too short passes nothing
 
     @property
     def what(self) -> str:
@@ -290,3 +290,18 @@ def histogram_growth(first: str, last: str, top: int = 15) -> list[tuple[str, in
     grown = [(name, nbytes - a.get(name, (0, 0))[1], n - a.get(name, (0, 0))[0])
              for name, (n, nbytes) in b.items()]
     return sorted((g for g in grown if g[1] > 0), key=lambda g: -g[1])[:top]
+
+
+def not_judged(verdicts: Sequence[SeriesVerdict]) -> list[str]:
+    """The series a rule applies to that the run was too short to judge."""
+    return [f"{v.subject} {v.metric}: {v.what}" for v in verdicts if not v.judged]
+
+
+def verdict_word(ok: bool, reasons: list[str], unjudged: list[str], word: str = "PASSED") -> str:
+    """PASSED (or ``word``) only when every rule was judged and held: a series too short to
+    judge (the driver's live heap needs 4 ten-minute windows) is said, never counted as passed."""
+    if not ok:
+        return "FAILED: " + "; ".join(reasons)
+    if unjudged:
+        return f"NOT JUDGED in full (every judged rule held; not judged: {'; '.join(unjudged)})"
+    return word

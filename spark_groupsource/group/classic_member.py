@@ -36,7 +36,7 @@ from spark_groupsource.errors import (
     GroupUnreachableError,
     MembershipError,
 )
-from spark_groupsource.group import client_log, kafka_client
+from spark_groupsource.group import client_log, history, kafka_client
 from spark_groupsource.group.assignor_bridge import (
     BridgedAssignor,
     perform_assignment,
@@ -170,6 +170,7 @@ class GroupMembership:
         self._assignors = {a.name: a for a in config.assignors}
         self._protocol = rebalance_protocol_of(list(config.assignors))
         self._book = OwnershipBook()
+        self._book.observer = self._history
         self._cond = self._book.cond
         self._commit_lock = threading.Lock()
         self._closed = threading.Event()
@@ -415,6 +416,8 @@ class GroupMembership:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        # before LeaveGroup: from then on the coordinator may give the partitions to another member
+        self._history("left", list(self._book.owned()), time.monotonic())
         if self._client is not None:
             try:
                 self._client.close()
@@ -599,6 +602,18 @@ class GroupMembership:
                 pass
         log.info("group %s: assigned %s", self.config.group_id, sorted(map(str, added)))
 
+    def _history(self, event: str, partitions: list[TopicPartition], mono: float) -> None:
+        """A change of ownership into the member's history, with the generation it belongs to
+        (an acquisition: the generation whose assignment brought it)."""
+        if not history.enabled():
+            return
+        state = self._client.state() if self._client is not None else None
+        gen = -1 if state is None else state.generation
+        if state is not None and event == "acquired" and state.assigned_generation >= 0:
+            gen = state.assigned_generation
+        history.record(event, mono, member=state.member_id if state is not None else "", gen=gen,
+                       protocol="classic", partitions=history.tps(partitions))
+
     def _lost(self, lost: set[TopicPartition], why: str) -> None:
         gone = self._book.lose(lost)
         self.counters.partitions_lost += len(gone)
@@ -677,6 +692,11 @@ class GroupMembership:
                 return CommitResult(skipped=frozenset(skipped))
             out = self._client.commit(mine, self._request_timeout_s, self._retry_backoff_s, self._closed)
             self._book.settle(out.done | skipped)
+            sent = self._client.commit_sent
+            if sent is not None:
+                history.record("commit", sent[2], member=sent[0], gen=sent[1], protocol="classic",
+                               accepted=[[tp.topic, tp.partition, mine[tp]] for tp in sorted(out.done)],
+                               fenced=history.tps(out.fenced), failed=history.tps(out.failed))
             if out.fenced_instance:
                 self._fenced_instance("OffsetCommit")
             if out.fenced:

@@ -44,6 +44,7 @@ from spark_groupsource.config.access import (
 from spark_groupsource.config.client_configs import NO_AUTO_CREATE
 from spark_groupsource.config.security import SecurityConfig
 from spark_groupsource.errors import GroupUnreachableError, MembershipError
+from spark_groupsource.group import history
 from spark_groupsource.group.group_full import group_full_error, is_group_full
 from spark_groupsource.group.handover_watch import HandoverWatch, join_grace_s
 from spark_groupsource.group.poll_interval import PollWatch, leave_warning
@@ -194,6 +195,7 @@ class ConsumerProtocolMembership:
         self.drain_timeout_s = min(drain_timeout_s, bound) if drain_timeout_s is not None else bound
         self.counters = Counters()
         self._book = OwnershipBook()
+        self._book.observer = self._history
         self._calls: queue.Queue[_Call] = queue.Queue()
         self._closed = threading.Event()
         self._assigned = threading.Event()
@@ -346,6 +348,8 @@ class ConsumerProtocolMembership:
         if self._closed.is_set():
             return
         self._closed.set()
+        # before the member's thread leaves: from then on the broker may give the partitions away
+        self._history("left", list(self._book.owned()), time.monotonic())
         with self._book.cond:
             self._book.cond.notify_all()
         if self._thread is not None:
@@ -406,6 +410,11 @@ class ConsumerProtocolMembership:
         self._empty_since = time.monotonic()
         self._assigned.set()
         log.info("group %s: joined with an empty assignment (epoch %d)", self.config.group_id, self._epoch)
+
+    def _history(self, event: str, partitions: list[TopicPartition], mono: float) -> None:
+        """A change of ownership into the member's history, with the member epoch known then."""
+        history.record(event, mono, member=self._member_id, gen=self._epoch, protocol="consumer",
+                       partitions=history.tps(partitions))
 
     def _on_assign(self, consumer: Consumer, partitions: list[CkTP]) -> None:
         if partitions:  # an assignment that changes: an episode ended by the loop's next turn
@@ -582,10 +591,14 @@ class ConsumerProtocolMembership:
         self._book.settle(skipped)
         if not mine:
             return CommitResult(skipped=frozenset(skipped))
+        sent = (self._member_id, self._epoch, time.monotonic())
         errors = self._send(mine)
         fenced = {tp for tp, code in errors.items() if code in FENCED_CODES}
         failed = {tp for tp, code in errors.items() if code not in FENCED_CODES}
         done = set(mine) - fenced - failed
+        history.record("commit", sent[2], member=sent[0], gen=sent[1], protocol="consumer",
+                       accepted=[[tp.topic, tp.partition, mine[tp]] for tp in sorted(done)],
+                       fenced=history.tps(fenced), failed=history.tps(failed))
         self._book.settle(done | fenced)
         denied = denied_answer(self.config.security, self.config.group_id,
                                [(tp.topic, KafkaError(errors[tp]).name()) for tp in failed],

@@ -228,6 +228,9 @@ class KafkaGroupClient:
         self.callbacks = callbacks
         self.stats = JoinStats()
         self.assigned_generation = -1  # set when an assignment is applied (see GroupState)
+        #: (member id, generation, monotonic time) of the last OffsetCommit sent (None: none sent
+        #: by the last commit()): what the member's history says the commit carried
+        self.commit_sent: tuple[str, int, float] | None = None
         self.join_sent_at = 0.0  # monotonic time the JoinGroup/SyncGroup round in flight began
         self.lookups = LookupPacer(int(kwargs.get("retry_backoff_ms", 100)) / 1000.0)
         self._sync_delay_s = leader_sync_delay_ms / 1000.0
@@ -386,6 +389,7 @@ class KafkaGroupClient:
         coord = self._coord
         deadline = time.monotonic() + timeout_s
         todo = dict(offsets)
+        self.commit_sent = None
         done: set[TopicPartition] = set()
         last: BaseException | None = None
         while True:
@@ -399,6 +403,7 @@ class KafkaGroupClient:
                     if not coord.ensure_coordinator_ready(timeout_ms=max(1, left_ms)):
                         raise kerr.CoordinatorNotAvailableError("no coordinator within the commit timeout")
                     left_ms = (deadline - time.monotonic()) * 1000
+                self.commit_sent = (gen.member_id, gen.generation_id, time.monotonic())
                 answers = coord._net.run(_commit_request, coord, gen, todo, max(1, left_ms))
             except (kerr.KafkaError, OSError) as exc:
                 last = exc

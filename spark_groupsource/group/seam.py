@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -164,6 +165,10 @@ class OwnershipBook:
         self._inflight: frozenset[TopicPartition] = frozenset()
         # offsets whose commit failed for a non-fencing reason: partition -> (offset, serial)
         self._pending: dict[TopicPartition, tuple[int, int | None]] = {}
+        #: told of every change of ownership: (event, partitions, monotonic time) with event
+        #: "acquired" (the time taken before the partitions count as ours), "revoked" or "lost"
+        #: (taken after they no longer do): a member's history (group/history.py)
+        self.observer: Callable[[str, list[TopicPartition], float], None] | None = None
 
     # ---- ownership ----------------------------------------------------------------------
     def owned(self) -> dict[TopicPartition, int]:
@@ -176,10 +181,18 @@ class OwnershipBook:
 
     def acquire(self, added: Iterable[TopicPartition]) -> None:
         """A partition newly ours gets a new serial; one we kept keeps its serial."""
+        mono = time.monotonic()
+        new = []
         with self.cond:
             for tp in added:
                 if tp not in self._owned:
                     self._owned[tp] = next(self._serial)
+                    new.append(tp)
+        self._observe("acquired", new, mono)
+
+    def _observe(self, event: str, partitions: list[TopicPartition], mono: float | None = None) -> None:
+        if self.observer is not None:
+            self.observer(event, partitions, time.monotonic() if mono is None else mono)
 
     def begin_revoke(self, revoked: Iterable[TopicPartition]) -> None:
         with self.cond:
@@ -191,11 +204,15 @@ class OwnershipBook:
             return set(self._inflight & revoked), set(self._pending) & revoked
 
     def finish_revoke(self, revoked: Iterable[TopicPartition]) -> None:
+        gone = []
         with self.cond:
             for tp in revoked:
-                self._owned.pop(tp, None)
+                if self._owned.pop(tp, None) is not None:
+                    gone.append(tp)
                 self._pending.pop(tp, None)
                 self._revoking.discard(tp)
+        if gone:
+            self._observe("revoked", gone)
 
     def lose(self, lost: Iterable[TopicPartition]) -> list[TopicPartition]:
         """Drop partitions at once (session expired, fenced); returns those that were owned."""
@@ -205,7 +222,9 @@ class OwnershipBook:
             for tp in lost:
                 self._pending.pop(tp, None)
             self._revoking -= lost
-            return gone
+        if gone:
+            self._observe("lost", gone)
+        return gone
 
     # ---- the drain hand-shake -------------------------------------------------------------
     def batch_planned(self, partitions: Iterable[TopicPartition] | Mapping[TopicPartition, int]) -> bool:

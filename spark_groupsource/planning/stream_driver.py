@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from assignment.model import TopicPartition
 from spark_groupsource import config as opt
 from spark_groupsource.errors import BrokerError, DataLossError, MembershipError, OptionError
+from spark_groupsource.group import history
 from spark_groupsource.group.factory import build_membership
 from spark_groupsource.group.seam import Membership
 from spark_groupsource.logs import configure_worker_logging
@@ -752,10 +753,13 @@ class StreamDriver:
             if min_rows and caps is None and not self.gate.admit(
                     available_records(positions, latest), min_rows, time.monotonic() * 1000):
                 return start_json  # minOffsetsPerTrigger: wait for more records or maxTriggerDelay
+            planned_at = time.monotonic()  # before the check: an ownership ends after it (group/history.py)
             if not self.membership.batch_planned({tp: owned[tp] for tp, (s, u) in ranges.items() if u > s}):
                 self.waiting_on = "a revocation began"
                 return start_json  # a revocation began meanwhile: plan after the rebalance
             end = StreamOffset(ranges, self.known).to_json()
+            history.record("plan", planned_at, member=snap.member_id, gen=snap.owned_generation,
+                           protocol=snap.protocol, end=end)
             self.planned[end] = ({tp: owned[tp] for tp in ranges}, ranges)
             self.planned_any = True
             for tp, (_, until) in ranges.items():

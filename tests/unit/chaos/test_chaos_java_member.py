@@ -12,11 +12,12 @@ from collections import Counter
 
 from chaos import __main__ as cli
 from chaos import run as chaos_run
+from chaos.history import Owned, order_within_ownership
 from chaos.run import Run
 from chaos.scenarios import for_protocol, why_not
 from chaos.sink import read_batches, write_batch
 from chaos.traffic import JavaPlainMember
-from chaos.verdict import order_breaks, tally
+from chaos.verdict import tally
 from spark_groupsource.devbroker import _kafka
 from tests.javaclient import JavaConsumer
 
@@ -148,4 +149,4 @@ def test_polls_in_one_millisecond_keep_their_order(tmp_path) -> None:
         write_batch(str(tmp_path), "c0", i, [(0, 2 * i, 2 * i), (0, 2 * i + 1, 2 * i + 1)], t=1000.0)
     batches = read_batches(str(tmp_path))
     assert [b.batch for b in batches] == list(range(20))
-    assert order_breaks(produced, batches) == []
+    assert order_within_ownership([(b, b.t) for b in batches], Owned([]), produced) == []

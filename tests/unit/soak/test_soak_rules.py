@@ -18,12 +18,14 @@ from soak.rules import (
     histogram_total_mb,
     judge,
     judge_series,
+    not_judged,
     parse_class_histogram,
     percentile,
     read_rows,
     series_table,
     slope_per_hour,
     summary,
+    verdict_word,
     window_floors,
     write_rows,
 )
@@ -135,7 +137,7 @@ def test_a_rising_floor_under_spikes_fails():
 def test_a_short_live_heap_series_is_reported_not_judged():
     # the 2-hour soak's a-1: 4 samples in its last minutes before its kill, +505 MB/h by least squares
     v = judge_series("a-1/driver_jvm", "live_heap_mb", _minutes([40, 60, 90, 140]), 0)
-    assert not v.judged and v.ok and "4 windows of 10 min" in v.what
+    assert not v.judged and v.ok is None and "4 windows of 10 min" in v.what
     assert window_floors(_minutes(range(36))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0), (2100.0, 30.0)]
     assert window_floors(_minutes(range(32))) == [(300.0, 0.0), (900.0, 10.0), (1500.0, 20.0)]  # 2 in the last
 
@@ -156,7 +158,7 @@ def test_a_window_cut_short_has_no_floor():
 
 def test_short_series_are_reported_not_judged():
     v = judge_series("a-2/driver_jvm", "fds", _minutes([1, 1000, 1, 5000, 9000]), 180.0)
-    assert not v.judged and v.ok and v.points == 2 and f"{MIN_POINTS} needed" in v.what
+    assert not v.judged and v.ok is None and v.points == 2 and f"{MIN_POINTS} needed" in v.what
 
 
 def test_judge_and_table_over_samples():
@@ -223,7 +225,7 @@ def test_checkpoint_files_are_judged_once_spark_retains_its_batches():
     (v,) = judge(files + offsets, 120.0)
     assert v.judged and v.ok and v.points == 6 and v.first_max == 411
     (never,) = judge(files + [Sample(s.t_s, s.wall, s.subject, s.metric, 50) for s in offsets], 120.0)
-    assert not never.judged and never.ok
+    assert not never.judged and never.ok is None
     leaking = [Sample(s.t_s, s.wall, s.subject, s.metric, s.value + (30 * i if i >= 10 else 0))
                for i, s in enumerate(files)]
     (bad,) = judge(leaking + offsets, 120.0)
@@ -273,3 +275,17 @@ def test_histograms_report_lists_each_incarnations_live_heap_slope_and_growth(tm
                       f"slope {grown_mb:+.1f} MB/h")
     assert "java.util.LinkedHashMap$Entry" in out[2] and f"{grown_mb:+.2f} MB" in out[2]
     assert out[3] == f"b-2: live heap {50265016 / 2**20:.1f} MB at 20 min"
+
+
+def test_a_soak_too_short_to_judge_the_heap_does_not_pass():
+    """The 15-minute default: the driver's live heap has fewer than 4 ten-minute windows. The
+    run says so, and its verdict is not PASSED (it was, with the series counted as passing)."""
+    heap = judge_series("a-1/driver_jvm", "live_heap_mb", _minutes([40, 41, 40, 42] * 3), 0)
+    threads = judge_series("a-1/driver_jvm", "threads", _minutes([300] * 12), 0)
+    assert heap.ok is None and threads.judged and threads.ok
+    (unjudged,) = not_judged([heap, threads])
+    assert unjudged.startswith("a-1/driver_jvm live_heap_mb: not judged")
+    word = verdict_word(True, [], [unjudged])
+    assert "PASSED" not in word and "NOT JUDGED" in word and "live_heap_mb" in word
+    assert verdict_word(True, [], []) == "PASSED"
+    assert verdict_word(False, ["lost 3"], [unjudged]).startswith("FAILED: lost 3")
