@@ -42,7 +42,7 @@ class GroupKafkaDataSource(DataSource):
         from spark_groupsource.schema import spark_schema  # pyarrow: after check_interpreter
 
         include = opt.parse_bool_option(self.options, "includeheaders", default=False)
-        from spark_groupsource.decode import schema_for  # typed key/value columns (issue 55)
+        from spark_groupsource.decode import schema_for  # typed key/value columns
 
         typed = schema_for(self.options)
         return typed if typed is not None else spark_schema(include)

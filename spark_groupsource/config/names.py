@@ -65,7 +65,7 @@ OPTION_NAMES = [
     "groupCoordinated",
     "leaderSyncDelayMs",
     "followupJoinDelayMs",
-    # typed records from a Schema Registry (spark_groupsource/decode/options.py, issue 55)
+    # typed records from a Schema Registry (spark_groupsource/decode/options.py)
     *(DECODE_NAMES := (
         "valueFormat", "keyFormat", "schemaRegistry.url", "valueSubject", "keySubject",
         "valueSubjectNameStrategy", "keySubjectNameStrategy", "valueSchemaVersion",

@@ -228,7 +228,7 @@ def read_partition(
     ``adapt_prefetch``: the prefetch is ours to choose (the user set no
     ``kafka.queued.max.messages.kbytes``): deeper for a task of long ranges
     (:func:`spark_groupsource.executor.prefetch.prefetch_config`).
-    ``transform``: what each batch goes through before it is yielded (typed columns, issue 55:
+    ``transform``: what each batch goes through before it is yielded (typed columns:
     :func:`spark_groupsource.decode.batch_transform`).
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
@@ -723,7 +723,7 @@ class _RangeReader:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         key = (self.rng.topic, self.rng.partition)
         # monotonic throughout (the host's record too): a wall clock stepped during the watermark
-        # query must not move the outage bound (chaos clock_jumps, issue 53)
+        # query must not move the outage bound (chaos clock_jumps steps it)
         asked = time.monotonic()
         silent_since = self.silence.since_monotonic() if self.outage_timeout_s is not None else None
         known_down = silent_since is not None and asked - silent_since >= self.outage_timeout_s

@@ -182,7 +182,8 @@ class GroupMembership:
         # the broker, not our assignor, decides (KIP-848 group hosting us); warned once
         self._broker_assigns: str | None = None
         self._reach = _Reach()
-        # the coordinator unreachable said once, and its return (issue 53: spark_groupsource/group/touch.py)
+        # the coordinator unreachable said once, and its return, not silence for the whole cut
+        # (spark_groupsource/group/touch.py)
         self._lapse_said = False  # the session lapse (may_plan) was logged
         self._touch = CoordinatorTouch(config.group_id, int(client.get("session_timeout_ms", 45_000)) / 1000.0)
         self._refusals = RefusalWatch(config.security, _servers(config.client_config), "kafka-python")
@@ -214,7 +215,7 @@ class GroupMembership:
             )
         except kafka_client.KafkaError as exc:
             raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
-        self._log_repeats = client_log.install()  # kafka-python's repeated lines counted (issue 53)
+        self._log_repeats = client_log.install()  # kafka-python's repeated lines counted, not hundreds
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-member-{cfg.group_id}", daemon=True)
         self._thread.start()
 
