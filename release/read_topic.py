@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata as md
 import json
-import os
 import sys
 import tempfile
 import time
@@ -49,9 +48,9 @@ def main() -> int:
     parser.add_argument("--fetcher", default="auto")
     args = parser.parse_args()
 
-    import spark_groupsource
     from pyspark.sql import SparkSession
 
+    import spark_groupsource
     from spark_groupsource.decode import avro_native
     from spark_groupsource.devbroker import DevBroker
     from spark_groupsource.executor import native
