@@ -69,6 +69,9 @@ def main() -> int:
         _produce(broker.bootstrap, n)
         spark = (SparkSession.builder.master("local[2]").appName("release-check")
                  .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+                 # the wait for the Python processes Spark starts to connect back (15 s by
+                 # default), which a loaded machine exceeded here as in the tests (conftest.py)
+                 .config("spark.python.authenticate.socketTimeout", "120s")
                  .getOrCreate())
         try:
             where = set(spark.sparkContext.parallelize(range(2), 2)

@@ -66,8 +66,11 @@ def _run(cmd: list[str], env: dict[str, str], cwd: str | None = None, log: str |
     return proc.stdout
 
 
-def _venv(name: str) -> tuple[str, str]:
+def _venv(name: str, keep: bool = False) -> tuple[str, str]:
     base = os.path.join(ROOT, "build", "user-install", name)
+    venv = os.path.join(base, "venv")
+    if keep and os.path.isdir(venv):
+        return venv, base
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     venv = os.path.join(base, "venv")
@@ -109,8 +112,9 @@ def _read(venv: str, env: dict[str, str], kafka_home: str, records: int, log: st
     return result, out
 
 
-def check(kind: str, dist: str, kafka_home: str, records: int) -> list[str]:
-    venv, base = _venv(kind)
+def check(kind: str, dist: str, kafka_home: str, records: int, keep: bool = False) -> list[str]:
+    kept = keep and os.path.isdir(os.path.join(ROOT, "build", "user-install", kind, "venv"))
+    venv, base = _venv(kind, keep)
     log = os.path.join(base, "output.log")
     env = _clean_env(venv)
     pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet"]
@@ -119,19 +123,24 @@ def check(kind: str, dist: str, kafka_home: str, records: int) -> list[str]:
         raise SystemExit(f"{dist}: expected one wheel and one sdist (make dist), found {wheels + sdists}")
     failures: list[str] = []
     started = time.monotonic()
-    if kind == "newest":
+    if kept:
+        print(f"+ the {kind} venv of an earlier run, as it was installed ({venv})")
+    elif kind == "newest":
         _run([*pip, "--upgrade", "--upgrade-strategy", "eager", wheels[0]], env, log=log)
     elif kind == "lowest":
         # the runtime dependencies at their lower bounds; the test tools beside them, held to them
         _run([*pip, "-c", LOWEST, wheels[0], "pytest", "pytest-timeout", "hypothesis", "chispa"], env, log=log)
-    else:
-        farm, fail = _no_compiler_path(base)
+    if kind == "no-compiler":
+        farm, fail = os.path.join(base, "bin-without-compilers"), os.path.join(base, "no-c-compiler")
+        if not kept:
+            farm, fail = _no_compiler_path(base)
         env = {**env, "CC": fail, "CXX": fail, "LDSHARED": f"{fail} -shared",
                "PATH": os.path.join(venv, "bin") + os.pathsep + farm}
         found = [c for c in ("gcc", "cc", "c++", "g++", "clang") if shutil.which(c, path=env["PATH"])]
         if found:
             raise SystemExit(f"compilers still on the no-compiler PATH: {found}")
-        _run([*pip, "--verbose", sdists[0]], env, log=log)
+        if not kept:
+            _run([*pip[:-1], "--verbose", sdists[0]], env, log=log)  # the build's log: the extensions skipped
     freeze = _run([os.path.join(venv, "bin", "python"), "-m", "pip", "freeze"], env, log=log)
     with open(os.path.join(base, "freeze.txt"), "w") as f:
         f.write(freeze)
@@ -181,11 +190,12 @@ def main() -> int:
     parser.add_argument("--dist", default=os.path.join(ROOT, "dist"))
     parser.add_argument("--kafka-home", default=os.path.join(os.path.dirname(ROOT), "shared", "kafka-latest"))
     parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--keep", action="store_true", help="reuse the venv an earlier run installed")
     args = parser.parse_args()
     if not os.path.isdir(args.kafka_home):
         print(f"no Apache Kafka at {args.kafka_home} (--kafka-home)", file=sys.stderr)
         return 1
-    failures = check(args.kind, os.path.abspath(args.dist), os.path.abspath(args.kafka_home), args.records)
+    failures = check(args.kind, os.path.abspath(args.dist), os.path.abspath(args.kafka_home), args.records, args.keep)
     for f in failures:
         print(f"FAIL {args.kind}: {f}", file=sys.stderr)
     print(f"{args.kind}: {'FAILED' if failures else 'passed'}")
