@@ -129,7 +129,8 @@ def check(kind: str, dist: str, kafka_home: str, records: int, keep: bool = Fals
         _run([*pip, "--upgrade", "--upgrade-strategy", "eager", wheels[0]], env, log=log)
     elif kind == "lowest":
         # the runtime dependencies at their lower bounds; the test tools beside them, held to them
-        _run([*pip, "-c", LOWEST, wheels[0], "pytest", "pytest-timeout", "hypothesis", "chispa"], env, log=log)
+        _run([*pip, "-c", LOWEST, wheels[0], "pytest", "pytest-timeout", "hypothesis", "chispa",
+              "build"], env, log=log)
     if kind == "no-compiler":
         farm, fail = os.path.join(base, "bin-without-compilers"), os.path.join(base, "no-c-compiler")
         if not kept:
