@@ -125,5 +125,24 @@ NET_SCENARIOS := net_coordinator_drop,net_coordinator_reset,net_driver_drop,net_
 chaos-net:
 	$(PY) -m chaos --broker kafka --kafka-brokers 3 $(if $(CHAOS_KAFKA_HOME),--kafka-home $(CHAOS_KAFKA_HOME)) --only $(NET_SCENARIOS) $(CHAOS_ARGS)
 
+# A release: the sdist, and the wheel built from it (in an isolated build environment, as pip
+# builds it), checked by twine and by what they must and must not hold (release/check_dist.py).
+dist:
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	$(PY) release/check_dist.py dist --require-extensions
+
+# The release installed as users install it, each in a fresh venv under build/user-install/, and
+# a topic read on Apache Kafka from there (release/user_install.py): the wheel with the newest
+# dependencies its ranges allow; the sdist without a C compiler; the wheel with every dependency
+# at its lower bound (conf/constraints-lowest.txt) and the unit tests. ~15 min; by hand, not in
+# CI (docs/development.md has the last run). DIST_CHECKS picks some: DIST_CHECKS=newest.
+DIST_KAFKA_HOME ?= ../shared/kafka-latest
+DIST_CHECKS ?= newest no-compiler lowest
+.PHONY: dist dist-check
+dist-check: dist
+	for c in $(DIST_CHECKS); do $(PY) release/user_install.py $$c --kafka-home $(DIST_KAFKA_HOME) || exit 1; done
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

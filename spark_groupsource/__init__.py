@@ -1,3 +1,5 @@
 """groupkafka: a PySpark data source for Kafka whose driver is a full consumer-group member."""
 
-__version__ = "0.1.0"
+from spark_groupsource._version import __version__
+
+__all__ = ["__version__"]

@@ -153,7 +153,7 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
 
     security = parse_security({k.strip().lower(): v for k, v in (config or {}).items()})
     refusals = RefusalWatch(security, bootstrap, "librdkafka")
-    # never creating the topics it is asked about (an AdminClient's default would: issue 52)
+    # never creating the topics it is asked about (an AdminClient's default would: client_configs.NO_AUTO_CREATE)
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3, **client_config(config or {}),
                          **NO_AUTO_CREATE, "error_cb": lambda err: refusals.observe(f"{err.name()}: {err.str()}")})
     deadline = time.monotonic() + timeout_s

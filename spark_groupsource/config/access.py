@@ -124,7 +124,7 @@ def denied_answer(security: SecurityConfig | None, group: str, answers: Iterable
     ``answers``: (topic, error name or text) of what was not accepted. An ACL revoked while a
     query runs is met first here (the commit of the batch that just ended, a heartbeat): it is
     not a transient error, retrying cannot help, and the query must fail at once, not keep the
-    offsets and wait for a retry that never succeeds (issue 54). The group is named first: a
+    offsets and wait for a retry that never succeeds. The group is named first: a
     group refusal stops every commit, a topic refusal that topic's."""
     topics = set()
     detail = ""

@@ -25,7 +25,7 @@ _MEMBER_ONLY = frozenset(
 )
 
 
-#: No client of ours creates a topic (issue 52). A Metadata request that names a topic the broker
+#: No client of ours creates a topic. A Metadata request that names a topic the broker
 #: does not have creates it when the broker runs with ``auto.create.topics.enable=true`` (Kafka's
 #: default) and the request allows it: a topic an operator deleted under a running query came back
 #: a second later. librdkafka allows it by default for producer-type handles, which every

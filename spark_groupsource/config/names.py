@@ -69,7 +69,7 @@ OPTION_NAMES = [
     # the driver's member as metrics on a Prometheus endpoint (spark_groupsource/metrics/)
     "metrics.port",
     "metrics.queryName",
-    # typed records from a Schema Registry (spark_groupsource/decode/options.py, issue 55)
+    # typed records from a Schema Registry (spark_groupsource/decode/options.py)
     *(DECODE_NAMES := (
         "valueFormat", "keyFormat", "schemaRegistry.url", "valueSubject", "keySubject",
         "valueSubjectNameStrategy", "keySubjectNameStrategy", "valueSchemaVersion",

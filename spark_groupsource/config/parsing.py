@@ -248,14 +248,14 @@ def _parse_common(raw: dict[str, str], *, batch: bool) -> dict[str, Any]:
         group_protocol=protocol,
         remote_assignor=remote_assignor,
         security=security,
-        # validated by spark_groupsource.decode.options (issue 55)
+        # the typed-records options, validated by spark_groupsource.decode.options
         decode_params=KafkaParams({k: v for k, v in raw.items() if k in DECODE_OPTIONS or k.startswith(DECODE_PREFIX)}),
     )
 
 
 def _refuse_topic_creation(raw: Mapping[str, str]) -> None:
-    """``kafka.allow.auto.create.topics``: every client of the source sets it to false (issue 52:
-    config/client_configs.py NO_AUTO_CREATE); ``false`` is accepted as a no-op, anything else refused."""
+    """``kafka.allow.auto.create.topics``: every client of the source sets it to false
+    (config/client_configs.py NO_AUTO_CREATE: a deleted topic must not come back); ``false`` is accepted as a no-op, anything else refused."""
     value = raw.get("kafka.allow.auto.create.topics")
     if value is not None and value.strip().lower() != "false":
         raise OptionError(
@@ -561,8 +561,6 @@ def _json_offsets(
 
 
 def parse_bool_option(options: Mapping[str, str], key: str, *, default: bool) -> bool:
-    """One boolean option from Spark's raw map (used by ``source.schema`` before full parsing).
-
-    Added by the batch engineer (issue 5): ``source.py`` calls it and it was missing.
-    """
+    """One boolean option from Spark's raw map: ``source.schema`` needs ``includeHeaders``
+    before the full parse, which needs the broker-facing options the schema does not."""
     return _bool(_normalize(options), key.lower(), default)

@@ -1,4 +1,4 @@
-"""Typed records from a Schema Registry (issue 55): Avro, JSON Schema and Protobuf in the Confluent wire format.
+"""Typed records from a Schema Registry: Avro, JSON Schema and Protobuf in the Confluent wire format.
 
 - :mod:`.options`      the options (valueFormat, schemaRegistry.*, valueSubject, ...), validated
 - :mod:`.avro_types`   Avro schema -> Spark type (spark-avro's SchemaConverters), pure

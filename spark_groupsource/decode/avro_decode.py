@@ -72,6 +72,7 @@ class AvroColumnDecoder(ColumnDecoder):
         self.reader_id = reader_id
         self.seed(reader_id, "AVRO", self.reader)
         self.shape: Callable[[Any], Any] | None = shaper(self.reader_json)
+        avro_native.warn_once_if_unavailable()
         self.native = avro_native.plan(self.reader, arrow_type)
         #: per writer schema id: its C decoder program resolved to the reader's (None: fastavro's)
         self._resolved: dict[int, avro_native.NativePlan | None] = {}

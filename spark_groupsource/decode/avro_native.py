@@ -10,18 +10,23 @@ resolution). Anything else, and any record it does not take as fastavro would gi
 (:mod:`.avro_decode`), so the values, the bad records and their reasons do not change.
 
 Without the C extension (no compiler where the package was installed) :func:`plan` returns
-None and every batch goes through fastavro; :func:`unavailable_reason` says why.
+None and every batch goes through fastavro; :func:`unavailable_reason` says why and
+:func:`warn_once_if_unavailable` tells the user once per process, with what it costs.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["NativePlan", "plan", "decode", "unavailable_reason"]
+__all__ = ["NativePlan", "plan", "decode", "unavailable_reason", "warn_once_if_unavailable"]
+
+log = logging.getLogger("spark_groupsource.decode")
 
 try:
     from spark_groupsource.decode import _avro_arrow as _ext
@@ -41,6 +46,22 @@ _ARROW = {_BOOL: pa.bool_(), _INT: pa.int32(), _LONG: pa.int64(), _FLOAT: pa.flo
 def unavailable_reason() -> str | None:
     """Why the C decoder cannot be used in this process (None: it can)."""
     return _WHY
+
+
+_said = False
+
+
+def warn_once_if_unavailable() -> None:
+    """A warning, once per process, where the C decoder is absent: an install without a
+    compiler decodes correctly but at several times the CPU, and should know it."""
+    global _said
+    if _said or unavailable_reason() is None:
+        return
+    _said = True
+    log.warning("decoding Avro with fastavro alone, not the C decoder: %s; the decode took 5-45 times "
+                "the C decoder's CPU per record (1 KB and 100 B records, docs/benchmarks.md 'The decode "
+                "alone'). Install the wheel built for this platform, or pip install where a C compiler is "
+                "at hand (said once per Python worker, pid %d)", unavailable_reason(), os.getpid())
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The typed-records options (issue 55), parsed into :class:`DecodeOptions`.
+"""The typed-records options, parsed into :class:`DecodeOptions`.
 
 ``config.parsing`` accepts these names (``config.names.DECODE_OPTIONS`` and the
 ``schemaRegistry.`` prefix) and hands them over untouched in ``CommonOptions.decode_params``;

@@ -31,6 +31,7 @@ Java ``TimestampType`` id (librdkafka's type minus one) and a record without tim
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from bisect import bisect_left
@@ -228,7 +229,7 @@ def read_partition(
     ``adapt_prefetch``: the prefetch is ours to choose (the user set no
     ``kafka.queued.max.messages.kbytes``): deeper for a task of long ranges
     (:func:`spark_groupsource.executor.prefetch.prefetch_config`).
-    ``transform``: what each batch goes through before it is yielded (typed columns, issue 55:
+    ``transform``: what each batch goes through before it is yielded (typed columns:
     :func:`spark_groupsource.decode.batch_transform`).
 
     ``config`` is :func:`spark_groupsource.config.fetcher_config` output; it may carry
@@ -329,6 +330,10 @@ class _Ahead:
 #: A fetcher's kind: the pure-Python path, or the native one with or without headers.
 PYTHON, NATIVE, NATIVE_HEADERS = "python", "native", "native+headers"
 _said_path = False
+#: What reading without the native path costs, as measured (docs/benchmarks.md, "Without a C
+#: compiler"): said where an install without a compiler falls back, so the user knows the price.
+PURE_PYTHON_COST = ("the fetch took 3 times the native path's CPU per record (3.1x for 1 KB records, 3.3x "
+                    "for 100 B, on Apache Kafka: docs/benchmarks.md 'Without a C compiler')")
 
 
 def fetcher_kind(config: dict[str, Any], fetcher: str, include_headers: bool) -> str:
@@ -338,7 +343,7 @@ def fetcher_kind(config: dict[str, Any], fetcher: str, include_headers: bool) ->
     global _said_path
     if fetcher == PYTHON:
         return PYTHON
-    reason = native.unavailable_reason()
+    reason = missing = native.unavailable_reason()
     if reason is None and any(callable(v) for v in config.values()):
         reason = "the Kafka client configuration holds callbacks only confluent-kafka runs"
     if reason is not None:
@@ -350,7 +355,13 @@ def fetcher_kind(config: dict[str, Any], fetcher: str, include_headers: bool) ->
                 "compiler is at hand), or set it to auto to fall back to confluent-kafka's Consumer")
         if not _said_path:
             _said_path = True
-            log.info("reading with confluent-kafka's Consumer, not the native fetch path: %s", reason)
+            if missing is None:  # the configuration's choice: nothing to install
+                log.info("reading with confluent-kafka's Consumer, not the native fetch path: %s", reason)
+            else:  # an install without the extension: once per Python worker, with what it costs
+                log.warning("reading with confluent-kafka's Consumer, not the native fetch path: %s; %s. "
+                            "Install the wheel built for this platform, or pip install where a C compiler "
+                            "is at hand; fetcher=python reads this way without this warning "
+                            "(said once per Python worker, pid %d)", reason, PURE_PYTHON_COST, os.getpid())
         return PYTHON
     return NATIVE_HEADERS if include_headers else NATIVE
 
@@ -723,7 +734,7 @@ class _RangeReader:
         """Nothing arrived for a while: is there anything left to read? And is anyone there?"""
         key = (self.rng.topic, self.rng.partition)
         # monotonic throughout (the host's record too): a wall clock stepped during the watermark
-        # query must not move the outage bound (chaos clock_jumps, issue 53)
+        # query must not move the outage bound (chaos clock_jumps steps it)
         asked = time.monotonic()
         silent_since = self.silence.since_monotonic() if self.outage_timeout_s is not None else None
         known_down = silent_since is not None and asked - silent_since >= self.outage_timeout_s

@@ -12,7 +12,7 @@ silent past the bound, the next task's first check is short and fails at once.
 The record is kept on the monotonic clock (CLOCK_MONOTONIC, one clock for every process of the
 host since its boot), never on file times or ``time.time()``: a wall clock stepped back by
 minutes (NTP, a VM resumed) made a fresh record look stale or a stale one fresh, and a step
-forward made a short silence look past the bound (issue 53). Its callers (the outage
+forward made a short silence look past the bound. Its callers (the outage
 bookkeeping of spark_groupsource/executor/fetch.py) keep their own times on that clock too: a
 wall clock converted back and forth around a watermark query moved the bound by any step made
 during it.

@@ -186,7 +186,8 @@ class GroupMembership:
         # rebalance marks for the metrics (_observe_rebalance): monotonic seconds, 0.0 for none
         self._revoke_began = 0.0
         self._marks_seen = 0.0
-        # the coordinator unreachable said once, and its return (issue 53: spark_groupsource/group/touch.py)
+        # the coordinator unreachable said once, and its return, not silence for the whole cut
+        # (spark_groupsource/group/touch.py)
         self._lapse_said = False  # the session lapse (may_plan) was logged
         self._touch = CoordinatorTouch(config.group_id, int(client.get("session_timeout_ms", 45_000)) / 1000.0)
         self._refusals = RefusalWatch(config.security, _servers(config.client_config), "kafka-python")
@@ -218,7 +219,7 @@ class GroupMembership:
             )
         except kafka_client.KafkaError as exc:
             raise MembershipError(f"cannot create the group client for group {cfg.group_id!r}: {exc}") from exc
-        self._log_repeats = client_log.install()  # kafka-python's repeated lines counted (issue 53)
+        self._log_repeats = client_log.install()  # kafka-python's repeated lines counted, not hundreds
         self._thread = threading.Thread(target=self._run, name=f"groupkafka-member-{cfg.group_id}", daemon=True)
         self._thread.start()
 

@@ -1,7 +1,7 @@
 """The group client's (kafka-python's) repeated log lines, collapsed into counted ones.
 
 With its coordinator's connections reset, kafka-python logs every failed connect, reset and
-"coordinator dead" (measured on Kafka 4.3.1: about 270 lines in 20 s, issue 53): the member
+"coordinator dead" (measured on Kafka 4.3.1: about 270 lines in 20 s): the member
 installs :class:`RepeatFilter` on kafka-python's loggers. The first record of each kind (logger,
 level, message template) in a window passes as it is; the others of the window are counted, and
 once the window is over one line says how many there were ("... repeated 41 times in the last

@@ -216,7 +216,7 @@ class ConsumerProtocolMembership:
         self._poll = PollWatch(config.rebalance_timeout_ms / 1000.0)
         self._rejoin = threading.Event()  # the query planned again after the member left
         # the coordinator unreachable said once, and its return, from librdkafka's statistics
-        # (issue 53, as the classic member: spark_groupsource/group/touch.py); the session is the broker's
+        # (as the classic member: spark_groupsource/group/touch.py); the session is the broker's
         self._touch = CoordinatorTouch(config.group_id)
         self._coordinator_view = LibrdkafkaCoordinator()
 
@@ -230,7 +230,7 @@ class ConsumerProtocolMembership:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "max.poll.interval.ms": cfg.rebalance_timeout_ms,
-            **NO_AUTO_CREATE,  # librdkafka's consumer default, said (issue 52)
+            **NO_AUTO_CREATE,  # librdkafka's consumer default, said: a deleted topic never comes back
             "error_cb": self._on_error,
             "logger": self._client_logger(),
             "stats_cb": self._on_stats,

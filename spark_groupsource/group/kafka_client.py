@@ -1,4 +1,5 @@
-"""The only module that touches kafka-python's internals (issue #11).
+"""The only module that touches kafka-python's internals: a kafka-python release that moves
+them breaks this module alone.
 
 kafka-python 3.0.12 drives the classic group protocol for us (connections, SASL/SSL, version
 negotiation, coordinator discovery, heartbeats, request encoding). Some of its coordinator's
@@ -41,8 +42,8 @@ citizen:
 
 Its Metadata requests never allow topic auto-creation: kafka-python passes the consumer's
 ``allow_auto_create_topics`` nowhere, and its cluster metadata's own default is true, so a topic
-deleted under a query was created again on a broker with ``auto.create.topics.enable=true``
-(issue 52). The consumer is given a client factory that says false there: ``no_auto_create.py``.
+deleted under a query was created again on a broker with ``auto.create.topics.enable=true``.
+The consumer is given a client factory that says false there: ``no_auto_create.py``.
 
 Two more hooks serve an option for coordinators that answer each member's JoinGroup and
 SyncGroup on their own timers (Tansu): ``request_rejoin`` and the heartbeat handler, so that
@@ -218,7 +219,7 @@ class KafkaGroupClient:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             partition_assignment_strategy=partition_assignors,
-            # never creating a topic (issue 52): the keyword alone does not reach the Metadata
+            # never creating a topic (a deleted one would come back): the keyword alone does not reach the Metadata
             # requests, the client factory does (no_auto_create.py)
             allow_auto_create_topics=False,
             kafka_client=member_client,

@@ -1,4 +1,4 @@
-"""The classic member's kafka-python client never lets a Metadata request create a topic (issue 52).
+"""The classic member's kafka-python client never lets a Metadata request create a topic.
 
 kafka-python 3.0.12 takes ``allow_auto_create_topics`` as a consumer keyword (default true) but
 never passes it to the ``ClusterMetadata`` its connection manager builds

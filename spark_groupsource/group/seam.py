@@ -1,4 +1,5 @@
-"""The one narrow interface between the group membership and its users (issue #11).
+"""The one narrow interface between the group membership and its users: the
+membership's protocol (classic or KIP-848) and its client library can change without them.
 
 The stream planner, the commit hook and coordinated backfills see group membership only
 through :class:`Membership`: join (``start``) and leave (``close``); a :class:`Snapshot` of owned

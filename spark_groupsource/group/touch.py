@@ -1,5 +1,5 @@
 """When the member has lost touch with its group coordinator, and for how long: said once in the
-log when it happens and once when it is back (issue 53).
+log when it happens and once when it is back.
 
 During a silent network drop a member's driver logged nothing for the whole cut, and with resets
 only kafka-python's connection errors: neither said that the member could no longer heartbeat or

@@ -92,3 +92,30 @@ def test_the_pool_keeps_the_paths_apart() -> None:
         pool.release(CONFIG, a, healthy=False, kind=NATIVE)
     finally:
         pool.clear()
+
+
+def test_an_install_without_the_extension_warns_once_with_what_it_costs(monkeypatch, caplog) -> None:
+    # what a user whose pip had no C compiler meets: a warning (seen without any logging set-up),
+    # once per Python worker, not once per task; release/user_install.py meets it for real
+    from spark_groupsource.executor import fetch
+
+    monkeypatch.setattr(native, "_ext", None)
+    monkeypatch.setattr(native, "_IMPORT_ERROR", "the extension is not built (no module)")
+    monkeypatch.setattr(fetch, "_said_path", False)
+    with caplog.at_level("INFO", logger="spark_groupsource.fetch"):
+        for _ in range(3):
+            assert fetcher_kind(CONFIG, "auto", False) == PYTHON
+    said = [r for r in caplog.records if r.name == "spark_groupsource.fetch"]
+    assert [r.levelname for r in said] == ["WARNING"]
+    text = said[0].getMessage()
+    assert "not built" in text and "3 times the native path's CPU per record" in text
+    assert "docs/benchmarks.md" in text
+
+
+def test_callbacks_in_the_configuration_are_said_as_information_not_warned(monkeypatch, caplog) -> None:
+    from spark_groupsource.executor import fetch
+
+    monkeypatch.setattr(fetch, "_said_path", False)
+    with caplog.at_level("INFO", logger="spark_groupsource.fetch"):
+        fetcher_kind({**CONFIG, "error_cb": print}, "auto", False)
+    assert [r.levelname for r in caplog.records if r.name == "spark_groupsource.fetch"] == ["INFO"]
