@@ -33,7 +33,7 @@ from conformance.kafka_ops import (
 
 from helpers import consume_all, wait_until
 
-pytestmark = SKIP_WITHOUT_SPARK_SOURCE
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 FAIL_ON_DATA_LOSS = pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])

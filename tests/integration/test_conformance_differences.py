@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conformance.harness import (
     SKIP_WITHOUT_SPARK_SOURCE,
     StreamPair,
@@ -19,7 +20,7 @@ from conformance.harness import (
 )
 from conformance.kafka_ops import create_topic, send
 
-pytestmark = SKIP_WITHOUT_SPARK_SOURCE
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
 
 def _load(spark, reader, bs, opts, stream):
     src = spark.readStream if stream else spark.read
