@@ -127,9 +127,15 @@ PYSPARK_COMPAT_TESTS ?= tests/integration/test_stream_basic.py tests/integration
 	tests/integration/test_batch_reads.py tests/integration/test_batch_backfill.py \
 	tests/integration/test_jobs_spark_submit.py tests/integration/test_conformance_records.py \
 	tests/integration/test_spark_connect.py
-.PHONY: test-compat
+.PHONY: test-compat test-compat-kafka39 test-compat-pyspark
+# both parts run even when the first fails; the target fails if either did
 test-compat:
+	$(MAKE) test-compat-kafka39; k=$$?; $(MAKE) test-compat-pyspark; p=$$?; exit $$((k | p))
+
+test-compat-kafka39:
 	GROUPKAFKA_KAFKA39_SET=all $(PY) -m pytest $(XDIST) -k "kafka-3.9 or kafka_3_9" $(PYTEST_ARGS)
+
+test-compat-pyspark:
 	test -x $(VENV_PYSPARK_COMPAT)/bin/python || $(PYTHON) -m venv $(VENV_PYSPARK_COMPAT)
 	mkdir -p build && sed 's/^pyspark==.*/pyspark==$(PYSPARK_COMPAT)/' constraints.txt > build/constraints-pyspark-compat.txt
 	$(VENV_PYSPARK_COMPAT)/bin/python -m pip install --quiet -c build/constraints-pyspark-compat.txt -e ".[test]"
