@@ -88,6 +88,10 @@ COMPAT = "kafka-compat"
 #: marked ``kafka39``).
 KAFKA39 = "kafka-3.9"
 KAFKA39_HOME_ENV = "GROUPKAFKA_KAFKA39_HOME"
+#: Start-up bound of the 3.9.1 node (format + JVM + first Metadata): the dev broker's 120 s ran
+#: out twice on 2026-12-07 at load average 40-50, two xdist workers starting theirs at once
+#: (the JVMs up after ~95 s, then the first metadata publish)
+KAFKA39_START_S = 300.0
 KAFKA39_SET_ENV = "GROUPKAFKA_KAFKA39_SET"
 #: Which installation is the suite's main Kafka and which runs the compat set (see
 #: docs/kafka-versions.md for why): the main one when it is there, else the other.
@@ -354,7 +358,8 @@ class _BrokerPool:
             if backend == "external":
                 b = ExternalBroker(_external_bootstrap() or "")
             elif backend in ("kafka", *_EXTRA_KAFKAS):
-                b = DevBroker("kafka", kafka_home=kafka_home_of(backend))
+                b = DevBroker("kafka", kafka_home=kafka_home_of(backend),
+                              startup_timeout=KAFKA39_START_S if backend == KAFKA39 else 120.0)
             else:
                 b = DevBroker(backend)
             try:
