@@ -66,26 +66,34 @@ def _consume_in_group(bootstrap: str, topic: str, group: str, protocol: str, wan
     return got
 
 
+def _runs_its_defaults(b: Any, prefix: str, metadata_version: str, protocols: tuple[str, ...],
+                       unique_name: Any) -> list[str]:
+    """Asserts a dev broker's version, storage format, no group setting written, and a group of
+    each protocol reading 20 records; returns its log's WARN and ERROR lines (none ERROR)."""
+    info = b.info()
+    assert str(info["kafka_version"]).startswith(prefix), info
+    assert info["metadata_version"] == metadata_version, info
+    node = info["nodes"][0]
+    with open(os.path.join(os.path.dirname(node["log"]), "server.properties")) as f:
+        assert DEPRECATED_SETTING not in f.read()
+    topic = unique_name("v")
+    b.create_topic(topic, 2)
+    produce_keyed(b.bootstrap, topic, 20, partitions=2)
+    for protocol in protocols:
+        assert _consume_in_group(b.bootstrap, topic, unique_name(protocol), protocol, 20) == 20, protocol
+    warnings = _warnings(node["log"])
+    assert not [w for w in warnings if " ERROR " in w], warnings
+    return warnings
+
+
 @pytest.mark.parametrize("version", list(VERSIONS))
 def test_each_version_runs_its_own_format_both_protocols_and_no_deprecated_setting(version, unique_name):
     home, prefix, metadata_version = VERSIONS[version]
     _home_or_skip(home)
     b = DevBroker("kafka", kafka_home=home).start()
     try:
-        info = b.info()
-        assert str(info["kafka_version"]).startswith(prefix), info
-        assert info["metadata_version"] == metadata_version, info
-        node = info["nodes"][0]
-        with open(os.path.join(os.path.dirname(node["log"]), "server.properties")) as f:
-            assert DEPRECATED_SETTING not in f.read()
-        topic = unique_name("v")
-        b.create_topic(topic, 2)
-        produce_keyed(b.bootstrap, topic, 20, partitions=2)
-        for protocol in ("classic", "consumer"):
-            assert _consume_in_group(b.bootstrap, topic, unique_name(protocol), protocol, 20) == 20, protocol
-        warnings = _warnings(node["log"])
+        warnings = _runs_its_defaults(b, prefix, metadata_version, ("classic", "consumer"), unique_name)
         assert not [w for w in warnings if "deprecated" in w.lower()], warnings
-        assert not [w for w in warnings if " ERROR " in w], warnings
     finally:
         b.stop()
 
@@ -94,17 +102,7 @@ def test_kafka_3_9_runs_its_own_defaults_classic_groups_only(kafka39_broker, uni
     """The suite's 3.9.1 broker (started once per session) is formatted by 3.9's own kafka-storage
     and gets no group setting: its classic group coordinator serves classic groups (the KIP-848
     member's refusal there: test_consumer_protocol_member.py)."""
-    info = kafka39_broker.info()
-    assert str(info["kafka_version"]).startswith("3.9."), info
-    assert info["metadata_version"] == "3.9-IV0", info
-    node = info["nodes"][0]
-    with open(os.path.join(os.path.dirname(node["log"]), "server.properties")) as f:
-        assert DEPRECATED_SETTING not in f.read()
-    topic = unique_name("v")
-    kafka39_broker.create_topic(topic, 2)
-    produce_keyed(kafka39_broker.bootstrap, topic, 20, partitions=2)
-    assert _consume_in_group(kafka39_broker.bootstrap, topic, unique_name("classic"), "classic", 20) == 20
-    assert not [w for w in _warnings(node["log"]) if " ERROR " in w], _warnings(node["log"])
+    _runs_its_defaults(kafka39_broker, "3.9.", "3.9-IV0", ("classic",), unique_name)
 
 
 def test_the_deprecation_check_sees_the_setting_on_4_3():
