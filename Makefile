@@ -144,5 +144,35 @@ DIST_CHECKS ?= newest no-compiler lowest
 dist-check: dist
 	for c in $(DIST_CHECKS); do $(PY) release/user_install.py $$c --kafka-home $(DIST_KAFKA_HOME) || exit 1; done
 
+
+# What `make test` leaves out, run before a release and after changes to the group members or the
+# stream reader (docs/development.md, "make test-compat", says why and has the last run):
+# 1. every test marked kafka39 on Apache Kafka 3.9.1 (GROUPKAFKA_KAFKA39_HOME, default
+#    ../shared/kafka-3.9): Spark's-source conformance, security, Java-client ports, assignor interop;
+# 2. the Spark-facing tests on PySpark $(PYSPARK_COMPAT), the lowest pyproject.toml accepts, in a
+#    venv of its own ($(VENV_PYSPARK_COMPAT): constraints.txt with that pyspark, the project editable).
+PYSPARK_COMPAT ?= 4.2.1
+VENV_PYSPARK_COMPAT := .venv-pyspark$(subst .,,$(basename $(PYSPARK_COMPAT)))
+PYSPARK_COMPAT_TESTS ?= tests/integration/test_stream_basic.py tests/integration/test_stream_admission.py \
+	tests/integration/test_batch_reads.py tests/integration/test_batch_backfill.py \
+	tests/integration/test_jobs_spark_submit.py tests/integration/test_conformance_records.py \
+	tests/integration/test_spark_connect.py
+.PHONY: test-compat test-compat-kafka39 test-compat-pyspark
+# both parts run even when the first fails; the target fails if either did
+test-compat:
+	$(MAKE) test-compat-kafka39; k=$$?; $(MAKE) test-compat-pyspark; p=$$?; exit $$((k | p))
+
+test-compat-kafka39:
+	GROUPKAFKA_KAFKA39_SET=all $(PY) -m pytest $(XDIST) -k "kafka-3.9 or kafka_3_9" $(PYTEST_ARGS)
+
+test-compat-pyspark:
+	test -x $(VENV_PYSPARK_COMPAT)/bin/python || $(PYTHON) -m venv $(VENV_PYSPARK_COMPAT)
+	mkdir -p build && sed 's/^pyspark==.*/pyspark==$(PYSPARK_COMPAT)/' constraints.txt > build/constraints-pyspark-compat.txt
+	$(VENV_PYSPARK_COMPAT)/bin/python -m pip install --quiet -c build/constraints-pyspark-compat.txt -e ".[test]"
+	$(VENV_PYSPARK_COMPAT)/bin/python -c "import pyspark; assert pyspark.__version__ == '$(PYSPARK_COMPAT)', pyspark.__version__"
+	$(VENV_PYSPARK_COMPAT)/bin/python conf/precompile_pyspark.py
+	GROUPKAFKA_COMPAT_KAFKA_HOME=none GROUPKAFKA_KAFKA39_HOME=none \
+		$(VENV_PYSPARK_COMPAT)/bin/python -m pytest $(XDIST) $(PYSPARK_COMPAT_TESTS) $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) $(VENV_PYSPARK_COMPAT) build dist *.egg-info .pytest_cache

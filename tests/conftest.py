@@ -5,9 +5,10 @@ Brokers
                     main Apache Kafka, the broker whose behaviour counts; where its jars are
                     missing, ``mock``: librdkafka's mock).
   ``kafka_broker``  the same Apache Kafka instance (node faults via ``kafka_broker.kafka``).
-  Tests marked ``compat`` run on the second Apache Kafka version too (id ``kafka-compat``):
-  ``broker`` and ``kafka_broker`` get it as one more parameter, and so does any fixture that
-  asks for ``kafka_home_param`` (the secured node of test_security_kafka.py).
+  Tests marked ``compat`` run on the second Apache Kafka version too (id ``kafka-compat``) and on
+  3.9.1 (id ``kafka-3.9``): ``broker`` and ``kafka_broker`` get them as more parameters, and so
+  does any fixture that asks for ``kafka_home_param`` (the secured node of test_security_kafka.py).
+  Tests marked ``kafka39`` run on 3.9.1 too when ``GROUPKAFKA_KAFKA39_SET=all``.
   ``mock_broker``   the same mock instance (fault injection via ``mock_broker.mock``).
   ``tansu_broker``  a Tansu broker, for the few tests of what Tansu adds (not in the default matrix).
   Every broker object has ``.backend``, ``.bootstrap``, ``.create_topic(name, partitions)``,
@@ -27,6 +28,10 @@ Environment
       themselves and their subprocesses run the same one.
   ``GROUPKAFKA_COMPAT_KAFKA_HOME``  the second Kafka of the compat set (default: ../shared/kafka,
       Apache Kafka 4.0.1; ``none`` turns the compat set off).
+  ``GROUPKAFKA_KAFKA39_HOME``  the third Kafka, id ``kafka-3.9`` (default: ../shared/kafka-3.9,
+      Apache Kafka 3.9.1 with its default classic-only group coordinator; ``none`` turns it off).
+      It runs the compat set, and with ``GROUPKAFKA_KAFKA39_SET=all`` (``make test-compat``) also
+      the tests marked ``kafka39`` (docs/kafka-versions.md).
   The Java consumer of a test is its broker's own (``<home>/java-consumer.sh``) unless
   ``GROUPKAFKA_JAVA_CONSUMER`` names one.
 
@@ -60,6 +65,7 @@ from spark_groupsource.devbroker import (
 from spark_groupsource.devbroker._kafka import (
     KAFKA_HOME_ENV,
     SHARED_KAFKA,
+    SHARED_KAFKA_39,
     SHARED_KAFKA_LATEST,
     find_kafka,
 )
@@ -78,6 +84,15 @@ BACKENDS_ENV = "GROUPKAFKA_TEST_BACKENDS"
 COMPAT_HOME_ENV = "GROUPKAFKA_COMPAT_KAFKA_HOME"
 #: The test-broker id of the second Kafka version (tests marked ``compat``).
 COMPAT = "kafka-compat"
+#: The test-broker id of Apache Kafka 3.9.1 (the compat set, and with KAFKA39_SET_ENV=all the tests
+#: marked ``kafka39``).
+KAFKA39 = "kafka-3.9"
+KAFKA39_HOME_ENV = "GROUPKAFKA_KAFKA39_HOME"
+#: Start-up bound of the 3.9.1 node (format + JVM + first Metadata): the dev broker's 120 s ran
+#: out twice on 2026-12-07 at load average 40-50, two xdist workers starting theirs at once
+#: (the JVMs up after ~95 s, then the first metadata publish)
+KAFKA39_START_S = 300.0
+KAFKA39_SET_ENV = "GROUPKAFKA_KAFKA39_SET"
 #: Which installation is the suite's main Kafka and which runs the compat set (see
 #: docs/kafka-versions.md for why): the main one when it is there, else the other.
 MAIN_KAFKA_DEFAULT = SHARED_KAFKA_LATEST
@@ -101,11 +116,27 @@ def _choose_kafka_homes() -> tuple[str | None, str | None]:
 
 
 MAIN_KAFKA_HOME, COMPAT_KAFKA_HOME = _choose_kafka_homes()
+_K39 = os.environ.get(KAFKA39_HOME_ENV, "").strip() or SHARED_KAFKA_39
+KAFKA39_HOME = None if _K39.lower() == "none" else _K39
+#: "compat": 3.9.1 runs the compat set (every ``make test``); "all": also the tests marked
+#: ``kafka39`` (``make test-compat``; docs/development.md says why they are not in CI)
+KAFKA39_SET = os.environ.get(KAFKA39_SET_ENV, "").strip().lower() or "compat"
+if KAFKA39_SET not in ("compat", "all"):
+    raise pytest.UsageError(f"{KAFKA39_SET_ENV}={KAFKA39_SET!r}: use compat or all")
+#: the fixtures whose parameter is a test-broker id
+_BROKER_FIXTURES = ("broker", "kafka_broker", "kafka_home_param")
+#: test-broker id -> (its Kafka home, the setting that turns it off) for the extra versions
+_EXTRA_KAFKAS = {COMPAT: (COMPAT_KAFKA_HOME, COMPAT_HOME_ENV), KAFKA39: (KAFKA39_HOME, KAFKA39_HOME_ENV)}
 
 
 def kafka_home_of(backend: str) -> str | None:
     """The Kafka installation behind a test-broker id (None: the dev broker's default)."""
-    return COMPAT_KAFKA_HOME if backend == COMPAT else MAIN_KAFKA_HOME
+    return _EXTRA_KAFKAS[backend][0] if backend in _EXTRA_KAFKAS else MAIN_KAFKA_HOME
+
+
+def _skip_if_off(backend: str) -> None:
+    if backend in _EXTRA_KAFKAS and _EXTRA_KAFKAS[backend][0] is None:
+        pytest.skip(f"the {backend} test broker is off ({_EXTRA_KAFKAS[backend][1]}=none)")
 
 
 def _kafka_label(home: str | None) -> str:
@@ -117,7 +148,7 @@ def _kafka_label(home: str | None) -> str:
 
 #: Using any of these (directly or through another fixture) makes a test an integration test.
 INTEGRATION_FIXTURES = frozenset(
-    {"spark", "broker", "kafka_broker", "mock_broker", "tansu_broker", "new_topic"}
+    {"spark", "broker", "kafka_broker", "kafka39_broker", "mock_broker", "tansu_broker", "new_topic"}
 )
 #: The matrix of ``broker`` unless GROUPKAFKA_TEST_BACKENDS says otherwise: Apache Kafka, the
 #: broker whose behaviour counts; the mock only where Kafka's jars are missing (a plain clone),
@@ -151,33 +182,56 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker")
     config.addinivalue_line(
         "markers", "compat(only={param: [values]}): also runs on the second Apache Kafka version "
-        "(test id kafka-compat); with only=, just those cases of a parametrized test")
+        "(test id kafka-compat) and on 3.9.1 (kafka-3.9); with only=, just those cases of a parametrized test")
+    config.addinivalue_line(
+        "markers", "kafka39(only={param: [values]}, why=...): also on Apache Kafka 3.9.1 (test id kafka-3.9) "
+        f"with {KAFKA39_SET_ENV}=all; only= narrows the cases (a compat test's too); kafka39(False, why=...): "
+        "a compat test that does not apply to 3.9.1")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"kafka (main): {_kafka_label(MAIN_KAFKA_HOME)}",
-            f"kafka-compat: {_kafka_label(COMPAT_KAFKA_HOME) if COMPAT_KAFKA_HOME else 'off'}"]
+            f"kafka-compat: {_kafka_label(COMPAT_KAFKA_HOME) if COMPAT_KAFKA_HOME else 'off'}",
+            f"kafka-3.9: {_kafka_label(KAFKA39_HOME) + f' ({KAFKA39_SET_ENV}={KAFKA39_SET})' if KAFKA39_HOME else 'off'}"]
+
+
+def _on_kafka39(node: Any) -> bool:
+    """Whether a test (some of its cases) runs on 3.9.1: the compat set unless ``kafka39(False)``,
+    and with KAFKA39_SET=all the tests marked ``kafka39``."""
+    k39 = node.get_closest_marker("kafka39")
+    if k39 is not None and k39.args and k39.args[0] is False:
+        return False
+    return node.get_closest_marker("compat") is not None or (k39 is not None and KAFKA39_SET == "all")
 
 
 def _kafka_params(metafunc: pytest.Metafunc) -> list[str]:
-    """["kafka"], plus the compat id for a test marked ``compat``."""
-    if metafunc.definition.get_closest_marker("compat") is None or _external_bootstrap():
+    """["kafka"], plus the compat id for a test marked ``compat`` and kafka-3.9 where it runs."""
+    if _external_bootstrap() or "kafka" not in _BROKER_PARAMS:
         return ["kafka"]
-    if "kafka" not in _BROKER_PARAMS:
-        return ["kafka"]
-    return ["kafka", COMPAT]
+    node = metafunc.definition
+    return (["kafka"] + ([COMPAT] if node.get_closest_marker("compat") is not None else [])
+            + ([KAFKA39] if _on_kafka39(node) else []))
+
+
+def _matches(callspec: Any, marker: Any) -> bool:
+    """A case is in ``marker(only={param: [values]})`` (a name the test lacks does not count)."""
+    only = (marker.kwargs.get("only") or {}) if marker is not None else {}
+    return all(callspec.params.get(name) in values for name, values in only.items() if name in callspec.params)
 
 
 def _in_compat_set(item: pytest.Item) -> bool:
-    """False for a kafka-compat case that ``compat(only={param: [values]})`` leaves out (a
-    parametrized test of which only some cases run on the second version)."""
+    """False for a kafka-compat or kafka-3.9 case that ``compat(only={param: [values]})`` or
+    ``kafka39(only=...)`` leaves out (a parametrized test of which only some cases run there)."""
     callspec = getattr(item, "callspec", None)
-    if callspec is None or COMPAT not in (callspec.params.get(n) for n in ("broker", "kafka_broker",
-                                                                         "kafka_home_param")):
-        return True
-    marker = item.get_closest_marker("compat")
-    only = (marker.kwargs.get("only") or {}) if marker is not None else {}
-    return all(callspec.params.get(name) in values for name, values in only.items())
+    backends = {callspec.params.get(n) for n in _BROKER_FIXTURES} if callspec is not None else set()
+    if COMPAT in backends:
+        return _matches(callspec, item.get_closest_marker("compat"))
+    if KAFKA39 in backends:
+        k39 = item.get_closest_marker("kafka39")
+        in_compat = item.get_closest_marker("compat") is not None and _matches(callspec, item.get_closest_marker("compat"))
+        in_extra = k39 is not None and KAFKA39_SET == "all"
+        return (in_compat or in_extra) and _matches(callspec, k39)
+    return True
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -294,9 +348,8 @@ class _BrokerPool:
     def get(self, backend: str) -> Any:
         if backend in self._failed:
             pytest.fail(self._failed[backend], pytrace=False)
-        if backend == COMPAT and COMPAT_KAFKA_HOME is None:
-            pytest.skip(f"the compat set's second Kafka is off ({COMPAT_HOME_ENV}=none)")
-        if backend in ("kafka", COMPAT) and backend not in self._brokers:
+        _skip_if_off(backend)
+        if backend in ("kafka", *_EXTRA_KAFKAS) and backend not in self._brokers:
             missing = kafka_missing(kafka_home_of(backend))
             if missing:
                 pytest.skip(f"no Apache Kafka for the {backend} test broker: {missing}")
@@ -304,8 +357,9 @@ class _BrokerPool:
         if b is None:
             if backend == "external":
                 b = ExternalBroker(_external_bootstrap() or "")
-            elif backend in ("kafka", COMPAT):
-                b = DevBroker("kafka", kafka_home=kafka_home_of(backend))
+            elif backend in ("kafka", *_EXTRA_KAFKAS):
+                b = DevBroker("kafka", kafka_home=kafka_home_of(backend),
+                              startup_timeout=KAFKA39_START_S if backend == KAFKA39 else 120.0)
             else:
                 b = DevBroker(backend)
             try:
@@ -313,7 +367,7 @@ class _BrokerPool:
             except DevBrokerError as exc:
                 self._failed[backend] = f"cannot start the {backend} test broker: {exc}"
                 pytest.fail(self._failed[backend], pytrace=False)
-            if backend in ("kafka", COMPAT):
+            if backend in ("kafka", *_EXTRA_KAFKAS):
                 register_kafka_home(b.bootstrap, find_kafka(kafka_home_of(backend)).home)
             self._brokers[backend] = b
         return b
@@ -384,13 +438,21 @@ def kafka_home_param(request: pytest.FixtureRequest) -> str | None:
     """The Kafka installation of a test that starts its own node (None: the main one); on a
     ``compat`` test, the main and then the second version. Skips when that Kafka is absent."""
     backend = getattr(request, "param", "kafka")
-    if backend == COMPAT and COMPAT_KAFKA_HOME is None:
-        pytest.skip(f"the compat set's second Kafka is off ({COMPAT_HOME_ENV}=none)")
+    _skip_if_off(backend)
     home = kafka_home_of(backend)
     missing = kafka_missing(home)
     if missing:
         pytest.skip(f"no Apache Kafka for the {backend} test broker: {missing}")
     return home
+
+
+@pytest.fixture(scope="session")
+def kafka39_broker(_broker_pool: _BrokerPool) -> Any:
+    """The embedded Apache Kafka 3.9.1 (default group settings: classic protocol only), for the
+    tests of what 3.x does differently; skips where it is off or absent."""
+    if _external_bootstrap():
+        pytest.skip(f"needs the embedded {KAFKA39} broker; {EXTERNAL_ENV} points tests elsewhere")
+    return _broker_pool.get(KAFKA39)
 
 
 @pytest.fixture(scope="session")

@@ -444,6 +444,9 @@ class PolledConsumer:
 #: Kafka's group coordinator (4.x) logs these for classic-group members it removes.
 _LEFT = "has left group through explicit `LeaveGroup` request"
 _FAILED = "has failed, removing it from the group"
+#: Kafka 3.x's (Scala) group coordinator: "Member ... has left group G through explicit
+#: `LeaveGroup`; client reason: ..." (its "has failed" line reads as 4.x's)
+_LEFT_3X = "has left group {group} through explicit `LeaveGroup`"
 LEAVE_GROUP_API_KEY = 13
 
 
@@ -456,7 +459,8 @@ def kafka_group_departures(broker: Any, group: str) -> tuple[int, int]:
         try:
             with open(node["log"], errors="replace") as f:
                 for line in f:
-                    if _LEFT in line and (f"[Group {group}]" in line or f"[GroupId {group}]" in line):
+                    if (_LEFT in line and (f"[Group {group}]" in line or f"[GroupId {group}]" in line)
+                            or _LEFT_3X.format(group=group) in line):
                         left += 1
                     elif f"in group {group} " in line and _FAILED in line:
                         failed += 1

@@ -9,11 +9,13 @@ The jars come from, in order:
   out as ``lib/broker`` + ``lib/clients`` (the one this project's CI builds from source);
 * ``../shared/kafka`` next to the project checkout (present on the project's CI machines only).
 
-The few version-specific choices are made from the version the jars report
-(``kafka/kafka-version.properties`` in kafka-clients), never from a setting: see
-:func:`version_settings`. The storage is formatted with the installation's own default
-metadata.version (``kafka-storage format`` without ``--release-version``), so every version runs
-its own storage format. The suite runs Apache Kafka 4.0.1 and 4.3.1.
+Every version runs with its own defaults: the storage is formatted with the installation's own
+default metadata.version (``kafka-storage format`` without ``--release-version``), and the group
+coordinator is the version's default one. On 3.x that is the classic protocol only, as on a
+production 3.9 cluster; 3.9's KIP-848 *preview* (``group.coordinator.rebalance.protocols=
+classic,consumer``, which switches to the new group coordinator) is opt-in through ``config`` /
+``--broker-config`` and serves no librdkafka member (it needs ConsumerGroupHeartbeat v1; 3.9 has
+v0). The suite runs Apache Kafka 3.9.1, 4.0.1 and 4.3.1.
 Each node runs in its own process group with a parent-death signal, so a dev broker that is
 killed takes its JVMs with it.
 """
@@ -55,6 +57,8 @@ _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 SHARED_KAFKA = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka"))
 #: The newest Kafka release on the project's machines (4.3.1), for the suite's version matrix.
 SHARED_KAFKA_LATEST = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka-latest"))
+#: The 3.x release on the project's machines (3.9.1), the oldest Kafka the suite runs.
+SHARED_KAFKA_39 = os.path.normpath(os.path.join(_PROJECT_ROOT, "..", "shared", "kafka-3.9"))
 
 #: Broker settings of the dev cluster. They make groups form fast and accept the short session
 #: timeouts tests use; none of them changes a protocol rule.
@@ -94,12 +98,6 @@ logger.logmgr.level = warn
 """
 
 
-#: Before 4.0 the consumer (KIP-848) protocol was off unless listed here; 4.0 enables it by
-#: default and 4.3 deprecates the setting (a WARN on every node, and listing protocols turns
-#: streams groups off), so it is only written for the versions that need it.
-_PRE_40_SETTINGS = {"group.coordinator.rebalance.protocols": "classic,consumer"}
-
-
 def parse_version(text: str) -> tuple[int, ...] | None:
     """``"4.3.1"`` -> (4, 3, 1); ``"4.0.0-SNAPSHOT"`` -> (4, 0, 0); None when it is no version."""
     parts = []
@@ -108,16 +106,6 @@ def parse_version(text: str) -> tuple[int, ...] | None:
             break
         parts.append(int(piece))
     return tuple(parts) if len(parts) >= 2 else None
-
-
-def version_settings(version: tuple[int, ...] | None) -> dict[str, str]:
-    """Broker settings that depend on the Kafka version the jars report (pure).
-
-    An unknown version gets none: every release since 4.0 enables both group protocols without
-    being told, and an older one still starts (its consumer-protocol groups are then refused)."""
-    if version is not None and version < (4, 0):
-        return dict(_PRE_40_SETTINGS)
-    return {}
 
 
 def _jar_version(jar: str) -> str | None:
@@ -330,7 +318,6 @@ class KafkaCluster:
         rf = str(min(3, brokers))
         self.config: dict[str, str] = {
             **DEV_BROKER_CONFIG,
-            **version_settings(self.dist.version_tuple),
             "group.initial.rebalance.delay.ms": str(initial_rebalance_delay_ms),
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import sys
 import threading
 import time
@@ -93,6 +94,25 @@ RECHECK_REFUSED_S = 1.0
 EMPTY_ASSIGNMENT_GRACE_S = 10.0
 #: librdkafka's statistics interval: how often the member looks at its coordinator's connection
 TOUCH_STATS_MS = 1000
+#: librdkafka's "feature" debug line for one API of a broker's ApiVersions answer
+_HEARTBEAT_VERSIONS = re.compile(r"ApiKey ConsumerGroupHeartbeat \(68\) Versions (\d+)\.\.(\d+)")
+#: The oldest ConsumerGroupHeartbeat librdkafka sends: v1, KIP-848 as released in Kafka 4.0.
+#: Kafka 3.7-3.9 serve v0 only (their KIP-848 early access / preview, off by default), and
+#: librdkafka then keeps looking for a coordinator without a word: a member waiting for it would
+#: wait out groupJoinTimeoutMs.
+MIN_HEARTBEAT_VERSION = 1
+
+
+def heartbeat_versions_refusal(line: str) -> str | None:
+    """Why brokers cannot serve the KIP-848 member, read from librdkafka's ApiVersions debug
+    line for ConsumerGroupHeartbeat (pure); None when the line is another or the versions do."""
+    found = _HEARTBEAT_VERSIONS.search(line)
+    if found is None or int(found.group(2)) >= MIN_HEARTBEAT_VERSION:
+        return None
+    return (f"their ApiVersions answer offers ConsumerGroupHeartbeat v{found.group(1)}..v{found.group(2)} only: "
+            "Apache Kafka before 4.0 (3.7-3.9 serve v0, for a KIP-848 preview that is off by default and "
+            f"that librdkafka cannot join); the consumer group protocol needs v{MIN_HEARTBEAT_VERSION} "
+            "(Apache Kafka >= 4.0)")
 
 
 @dataclass(frozen=True)
@@ -141,11 +161,15 @@ class _ClientLog(logging.Handler):
             elif "fatal" in text.lower() and (_instance_in_use(0, text) or is_group_full(text)):
                 self.member._on_error(KafkaError(KafkaError._FATAL, text))  # said only here, too
         elif "ConsumerGroupHeartbeat" in text and "NOT supported" in text:
-            self.member._fail(MembershipError(
-                f"group {self.member.config.group_id!r}: the brokers (bootstrap servers "
-                f"{_servers(self.member.config.client_config)}) do not serve the consumer group protocol "
-                "(KIP-848: ConsumerGroupHeartbeat is not among their ApiVersions; Kafka >= 4.0 serves it). "
-                "Use kafka.group.protocol=classic with these brokers."))
+            self._unsupported("KIP-848: ConsumerGroupHeartbeat is not among their ApiVersions; Kafka >= 4.0 serves it")
+        elif (why := heartbeat_versions_refusal(text)) is not None:
+            self._unsupported(why)
+
+    def _unsupported(self, why: str) -> None:
+        self.member._fail(MembershipError(
+            f"group {self.member.config.group_id!r}: the brokers (bootstrap servers "
+            f"{_servers(self.member.config.client_config)}) do not serve the consumer group protocol "
+            f"({why}). Use kafka.group.protocol=classic with these brokers."))
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from conformance.harness import (
     QUERY_TIMEOUT_S,
     SKIP_WITHOUT_SPARK_SOURCE,
@@ -24,7 +25,7 @@ from conformance.kafka_ops import create_topic, send
 
 from helpers import bounded_process_all
 
-pytestmark = SKIP_WITHOUT_SPARK_SOURCE
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
 
 def _load(spark, reader, bs, opts, stream):
     src = spark.readStream if stream else spark.read

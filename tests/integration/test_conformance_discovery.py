@@ -22,7 +22,7 @@ from conformance.harness import (
 )
 from conformance.kafka_ops import add_partitions, create_topic, delete_topic, send
 
-pytestmark = SKIP_WITHOUT_SPARK_SOURCE
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 #: With default options groupkafka sees a new partition or topic at its member's next metadata

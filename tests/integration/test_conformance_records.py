@@ -32,7 +32,7 @@ from conformance.kafka_ops import (
     transactional_producer,
 )
 
-pytestmark = SKIP_WITHOUT_SPARK_SOURCE
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 AVAILABLE_NOW = {"availableNow": True}

@@ -119,6 +119,7 @@ def parts(tps: Any) -> set[int]:
 
 
 @pytest.mark.compat
+@pytest.mark.kafka39(False, why="needs KIP-848, a preview that is off by default on Kafka 3.9 (docs/kafka-versions.md)")
 def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
     topic, group = unique_name("topic"), unique_name("group")
     k848.create_topic(topic, 4)
@@ -155,6 +156,7 @@ def test_shares_partitions_disjointly_and_never_fetches(k848, unique_name):
 
 
 @pytest.mark.compat
+@pytest.mark.kafka39(False, why="needs KIP-848, a preview that is off by default on Kafka 3.9 (docs/kafka-versions.md)")
 def test_handover_waits_for_the_inflight_batch_and_loses_nothing(k848, unique_name):
     """A revoked partition moves only after the batch reading it completed and committed; the
     peer then starts exactly at our commit. Partitions we keep go on being planned meanwhile."""
@@ -297,6 +299,7 @@ def test_commit_refused_as_fenced_while_the_membership_stands_takes_the_partitio
 
 
 @pytest.mark.compat
+@pytest.mark.kafka39(False, why="needs KIP-848, a preview that is off by default on Kafka 3.9 (docs/kafka-versions.md)")
 def test_static_member_restart_keeps_its_partitions(k848, unique_name):
     """A static member that closes and comes back within the session keeps its partitions; the
     other member sees no rebalance."""
@@ -650,6 +653,29 @@ def test_broker_without_the_consumer_protocol_fails_at_once_saying_so(tansu_brok
         m.close()
 
 
+def test_kafka_3_9_fails_the_member_at_once_naming_the_version_and_the_option(kafka39_broker, unique_name):
+    """Apache Kafka 3.9.1 as production runs it (classic groups only) offers ConsumerGroupHeartbeat
+    v0, which librdkafka never sends (it keeps looking for a coordinator, silently): the member
+    fails within seconds, not after groupJoinTimeoutMs, naming what the brokers answered, the
+    Kafka versions and the option to change."""
+    from spark_groupsource.errors import GroupUnreachableError, MembershipError
+
+    topic = unique_name("topic")
+    kafka39_broker.create_topic(topic, 2)
+    # waited for less than the member's join bound (120 s), so only the early check can fail it
+    m = member(kafka39_broker, unique_name("group"), topic, join_timeout_ms=120_000)
+    m.start()
+    try:
+        with pytest.raises(MembershipError) as info:
+            m.wait_for_assignment(60)
+        text = str(info.value)
+        assert not isinstance(info.value, GroupUnreachableError), text
+        assert "ConsumerGroupHeartbeat v0..v0" in text and "before 4.0" in text, text
+        assert "kafka.group.protocol=classic" in text, text
+    finally:
+        m.close()
+
+
 # ---- what only Kafka does: its assignors, regex subscriptions, the Java client ---------------
 def _assignment(m: ConsumerProtocolMembership) -> set[tuple[str, int]]:
     return {(tp.topic, tp.partition) for tp in m.snapshot().owned}
@@ -714,6 +740,7 @@ def test_topic_pattern_picks_up_a_topic_created_later(kafka_broker, unique_name)
 
 
 @pytest.mark.compat
+@pytest.mark.kafka39(False, why="needs KIP-848, a preview that is off by default on Kafka 3.9 (docs/kafka-versions.md)")
 def test_spark_query_beside_a_java_and_a_librdkafka_consumer(spark, kafka_broker, unique_name, tmp_path):
     """One KIP-848 group on Kafka: a ``kafka.group.protocol=consumer`` query reads alone, then a
     Java consumer and a librdkafka consumer join while records keep arriving; the broker's

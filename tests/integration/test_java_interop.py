@@ -38,6 +38,8 @@ from javaclient import JavaConsumer, JavaConsumers, require_java_consumer
 
 PARTITIONS = 6
 ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
+#: with the Kafka 3.9.1 Java consumer on 3.9.1 too (make test-compat)
+pytestmark = pytest.mark.kafka39
 #: Both kinds of member heartbeat this often (Java: --heartbeat-interval-ms; ours: kafka-python's
 #: heartbeat_interval_ms): a rebalance reaches the other member within it.
 HEARTBEAT_MS = 500

@@ -292,6 +292,7 @@ def test_member_removed_while_its_revocation_waits_loses_the_partitions_at_once(
 # group conversion classic <-> consumer (KIP-848)
 # ------------------------------------------------------------------------------------------
 @pytest.mark.compat
+@pytest.mark.kafka39(False, why="Kafka 3.9 converts no group: a KIP-848 member is refused (docs/kafka-versions.md)")
 def test_group_converts_to_kip848_and_back_around_our_member(kafka_broker, unique_name, caplog):
     """Our classic cooperative-sticky member leads a group; a Java consumer joins with
     ``group.protocol=consumer``: the broker converts the group to a consumer group (its

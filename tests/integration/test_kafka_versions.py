@@ -4,8 +4,10 @@ Per version (../shared/kafka: 4.0.1, ../shared/kafka-latest: 4.3.1), chosen by t
 ``kafka_home`` and the command's ``--kafka-home``: the node runs the storage format its own
 ``kafka-storage`` picks (metadata.version 4.0-IV3 / 4.3-IV0), serves classic and consumer
 (KIP-848) groups without being told to, and its log has no deprecation warning (4.3 deprecates
-``group.coordinator.rebalance.protocols``, which the dev broker used to set). A version's test
-skips, saying so, where its installation is absent.
+``group.coordinator.rebalance.protocols``, which the dev broker used to set). Apache Kafka 3.9.1
+(../shared/kafka-3.9, the suite's ``kafka-3.9`` broker) runs its own defaults too: metadata.version
+3.9-IV0 and classic groups only, as production 3.9 clusters do. A version's test skips, saying so,
+where its installation is absent.
 """
 
 from __future__ import annotations
@@ -64,28 +66,43 @@ def _consume_in_group(bootstrap: str, topic: str, group: str, protocol: str, wan
     return got
 
 
+def _runs_its_defaults(b: Any, prefix: str, metadata_version: str, protocols: tuple[str, ...],
+                       unique_name: Any) -> list[str]:
+    """Asserts a dev broker's version, storage format, no group setting written, and a group of
+    each protocol reading 20 records; returns its log's WARN and ERROR lines (none ERROR)."""
+    info = b.info()
+    assert str(info["kafka_version"]).startswith(prefix), info
+    assert info["metadata_version"] == metadata_version, info
+    node = info["nodes"][0]
+    with open(os.path.join(os.path.dirname(node["log"]), "server.properties")) as f:
+        assert DEPRECATED_SETTING not in f.read()
+    topic = unique_name("v")
+    b.create_topic(topic, 2)
+    produce_keyed(b.bootstrap, topic, 20, partitions=2)
+    for protocol in protocols:
+        assert _consume_in_group(b.bootstrap, topic, unique_name(protocol), protocol, 20) == 20, protocol
+    warnings = _warnings(node["log"])
+    assert not [w for w in warnings if " ERROR " in w], warnings
+    return warnings
+
+
 @pytest.mark.parametrize("version", list(VERSIONS))
 def test_each_version_runs_its_own_format_both_protocols_and_no_deprecated_setting(version, unique_name):
     home, prefix, metadata_version = VERSIONS[version]
     _home_or_skip(home)
     b = DevBroker("kafka", kafka_home=home).start()
     try:
-        info = b.info()
-        assert str(info["kafka_version"]).startswith(prefix), info
-        assert info["metadata_version"] == metadata_version, info
-        node = info["nodes"][0]
-        with open(os.path.join(os.path.dirname(node["log"]), "server.properties")) as f:
-            assert DEPRECATED_SETTING not in f.read()
-        topic = unique_name("v")
-        b.create_topic(topic, 2)
-        produce_keyed(b.bootstrap, topic, 20, partitions=2)
-        for protocol in ("classic", "consumer"):
-            assert _consume_in_group(b.bootstrap, topic, unique_name(protocol), protocol, 20) == 20, protocol
-        warnings = _warnings(node["log"])
+        warnings = _runs_its_defaults(b, prefix, metadata_version, ("classic", "consumer"), unique_name)
         assert not [w for w in warnings if "deprecated" in w.lower()], warnings
-        assert not [w for w in warnings if " ERROR " in w], warnings
     finally:
         b.stop()
+
+
+def test_kafka_3_9_runs_its_own_defaults_classic_groups_only(kafka39_broker, unique_name):
+    """The suite's 3.9.1 broker (started once per session) is formatted by 3.9's own kafka-storage
+    and gets no group setting: its classic group coordinator serves classic groups (the KIP-848
+    member's refusal there: test_consumer_protocol_member.py)."""
+    _runs_its_defaults(kafka39_broker, "3.9.", "3.9-IV0", ("classic",), unique_name)
 
 
 def test_the_deprecation_check_sees_the_setting_on_4_3():

@@ -54,6 +54,7 @@ def _settled(m: GroupMembership, other, total: int):
 
 
 @pytest.mark.compat(only={"assignor": ["cooperative-sticky"]})
+@pytest.mark.kafka39  # every assignor on 3.9.1 with make test-compat
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_group_shared_with_librdkafka_consumer(broker, unique_name, assignor):
     """Our member and a librdkafka member split the partitions disjointly, both ways round

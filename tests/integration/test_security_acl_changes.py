@@ -31,7 +31,7 @@ from spark_groupsource.executor import native
 from spark_groupsource.executor.fetch import _POOL, fetch_range
 from spark_groupsource.ranges import OffsetRange
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka39(only={"protocol": ["classic"]}, why="the KIP-848 cases need a preview that is off by default on Kafka 3.9")]  # also on Kafka 3.9.1 (make test-compat)
 
 PARTS = 2
 USER = "carol"

@@ -13,7 +13,6 @@ from spark_groupsource.devbroker._kafka import (
     find_kafka,
     formatted_metadata_version,
     parse_version,
-    version_settings,
 )
 from spark_groupsource.devbroker._server import validate_args
 
@@ -24,11 +23,13 @@ def test_parse_version(text, want):
     assert parse_version(text) == want
 
 
-def test_rebalance_protocols_only_written_where_the_consumer_protocol_is_off_by_default():
-    assert version_settings((3, 9, 1)) == {"group.coordinator.rebalance.protocols": "classic,consumer"}
-    assert version_settings((4, 0, 1)) == {}
-    assert version_settings((4, 3, 1)) == {}
-    assert version_settings(None) == {}
+def test_no_version_gets_group_protocol_settings(tmp_path):
+    """Each version runs its own group coordinator defaults (3.9: classic only, as in production)."""
+    from spark_groupsource.devbroker._kafka import KafkaCluster
+
+    for version in ("3.9.1", "4.0.1", "4.3.1"):
+        home = _fake_home(tmp_path / version, version, f"version={version}\n")
+        assert not [k for k in KafkaCluster(home=home).config if k.startswith("group.coordinator.")], version
 
 
 def test_formatted_metadata_version():
