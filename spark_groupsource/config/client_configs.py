@@ -90,7 +90,7 @@ def fetcher_config(opts: CommonOptions) -> dict[str, Any]:
     # each fetcher's memory. Measured on Kafka 4.3.1 (2026-11-26, bench/fetch_cpu.py, native
     # path): 100 B lz4 0.69 -> 0.35 CPU-s per million in ranges of 31,250; ranges of 125,000
     # no slower (0.32/0.38 -> 0.25/0.25 CPU-s/M, none/lz4). Inside Spark, bench/steady_state.py
-    # with maxPartitions=2: commit 916b9d2 (docs/benchmarks.md, "How it got here").
+    # with maxPartitions=2: commit 916b9d2 (its message has the runs).
     #
     # Records bound it too (queued.min.messages 20,000, librdkafka's 100,000): a task keeps up
     # to four partitions assigned ahead (fetch._Ahead), each prefetched to the bound and the

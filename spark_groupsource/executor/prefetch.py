@@ -26,8 +26,7 @@ read the topic once it keeps 4 MiB. Records of 200 B or less are bounded by queu
 Such a task of large records also fetches in larger pieces: ``max.partition.fetch.bytes``
 LONG_RANGE_FETCH_BYTES (8 MiB; librdkafka's default 1 MiB) unless the user set it, since each
 1 MiB Fetch request that refills a 16 MiB queue is a round of the broker's and librdkafka's fixed
-work (the broker's CPU per record fell by 14-44%; commit e52d42e, docs/benchmarks.md "How it
-got here"). Only where the queue's bytes bound it before its records
+work (the broker's CPU per record fell by 14-44%; commit e52d42e has the runs). Only where the queue's bytes bound it before its records
 (``queued.min.messages`` times the bytes per record reach 16 MiB, records of about 840 B or
 more): for smaller records the record bound stops the prefetch first, and a larger fetch only
 decodes more past a range's end (measured slower at 100 B lz4). Such a fetcher holds at most its
