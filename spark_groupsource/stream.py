@@ -89,7 +89,7 @@ class GroupKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             end = d.plan_available_now(start_json, limits.max_rows)
         else:
             end = d.plan_stream(start_json, limits.max_rows, limits.min_rows)
-        return end if end is not None else (start_json or _EMPTY_JSON)
+        return d.answer(end if end is not None else (start_json or _EMPTY_JSON))
 
     def reportLatestOffset(self):
         d = self._driver_state

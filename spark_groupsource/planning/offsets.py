@@ -10,7 +10,8 @@ It also carries ``known``: the partition count of every subscribed topic when th
 first planned, the same in every batch of the query. A partition beyond it was added (or its
 topic began to match) later, so it starts at its earliest offset when the group holds no
 offset for it, as in Spark's source; carried in every offset so that a restart from the
-checkpoint tells them apart too (``StreamDriver._unclaimed_position``).
+checkpoint tells them apart too (``StreamDriver._unclaimed_position``). A new query logs it
+with batch 0 even when it reads nothing (``first_batch_end``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,21 @@ class StreamOffset:
         except (TypeError, ValueError, AttributeError) as exc:
             raise OffsetFormatError(f"bad stream offset: expected e.g. {_EXAMPLE}, got {text!r} ({exc})") from exc
         return StreamOffset(ranges, known)
+
+
+def first_batch_end(end_json: str, known: Mapping[str, int] | None) -> str:
+    """What a new query's first ``latestOffset`` answers: batch 0's end, which Spark logs in the
+    checkpoint and runs whatever it is (no start offset yet, so any end counts as new data).
+    A first plan with no batch answers the start (no ranges, no ``known``); it gets ``known``
+    added, so that a query stopped before it read anything still says after a restart which
+    partitions it began with (Spark's own source writes its initial offsets to its checkpoint
+    for the same reason). Nothing else changes: an end with ranges is a planned batch (it
+    carries ``known`` already) or one logged by an earlier run, and with no ``known`` (the
+    partitions could not be listed) there is nothing to add."""
+    end = StreamOffset.from_json(end_json)
+    if known is None or end.known is not None or end.ranges:
+        return end_json
+    return StreamOffset({}, known).to_json()
 
 
 def fair_share(lags: Mapping[TopicPartition, int], budget: int) -> dict[TopicPartition, int]:

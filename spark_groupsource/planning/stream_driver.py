@@ -45,7 +45,13 @@ from spark_groupsource.planning.admission import (
 )
 from spark_groupsource.planning.late_batch import lost_ranges, resume_late_batches
 from spark_groupsource.planning.offset_reader import reader_for
-from spark_groupsource.planning.offsets import StreamOffset, has_new_data, plan_ranges, trim_replay
+from spark_groupsource.planning.offsets import (
+    StreamOffset,
+    first_batch_end,
+    has_new_data,
+    plan_ranges,
+    trim_replay,
+)
 from spark_groupsource.planning.outage import Unavailability
 
 log = logging.getLogger("spark_groupsource.stream")
@@ -101,6 +107,7 @@ class StreamDriver:
         self.recovered: StreamOffset | None = None  # last batch logged by an earlier run
         self.replayed: dict[TopicPartition, tuple[int, int]] | None = None  # what its replay read
         self.fresh_query = False  # initialOffset was called: startingOffsets applies
+        self.answered = False  # latestOffset has answered once in this process (answer())
         self.planned_any = False
         self.started_positions = False
         self.caps: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow snapshot
@@ -594,6 +601,15 @@ class StreamDriver:
         return self.plan_through_pauses(start_json, max_rows, min_rows,
                                         bound_s=min(PAUSE_WAIT_S, self.opts.group_join_timeout_ms / 1000.0),
                                         fail=False, sleep=sleep)
+
+    def answer(self, end_json: str) -> str:
+        """What ``latestOffset`` answers for a plan that ended at ``end_json``: that, except on a
+        new query's first answer, batch 0's end, which carries ``known`` (``first_batch_end``)."""
+        with self.lock:
+            if self.fresh_query and not self.answered:
+                end_json = first_batch_end(end_json, self.known)
+            self.answered = True
+            return end_json
 
     def plan_through_pauses(self, start_json: str | None, max_rows: int | None, min_rows: int | None,
                             *, bound_s: float, fail: bool, sleep=time.sleep) -> str | None:

@@ -9,6 +9,7 @@ from spark_groupsource.planning.offsets import (
     OffsetFormatError,
     StreamOffset,
     fair_share,
+    first_batch_end,
     has_new_data,
     plan_ranges,
     trim_replay,
@@ -33,6 +34,18 @@ def test_known_partition_counts_round_trip_in_a_fixed_order():
     assert text == '{"v":1,"ranges":{"a":{"0":[0,5]}},"known":{"a":2,"b":3}}'
     assert StreamOffset.from_json(text) == off
     assert StreamOffset.from_json('{"v":1,"ranges":{}}').known is None  # written before it was carried
+
+
+def test_a_new_querys_first_answer_without_a_batch_carries_known():
+    """Batch 0 of a new query is logged whatever its end: a first plan with no batch (the start,
+    no ranges) gets ``known``; anything else is answered as it is, so no batch is added."""
+    start = StreamOffset({}).to_json()
+    assert first_batch_end(start, {"a": 2}) == '{"v":1,"ranges":{},"known":{"a":2}}'
+    assert first_batch_end(start, None) == start  # the partitions could not be listed
+    planned = StreamOffset({A0: (0, 5)}, known={"a": 2}).to_json()
+    assert first_batch_end(planned, {"a": 3}) == planned  # a planned batch carries its own
+    legacy = StreamOffset({A0: (0, 5)}).to_json()  # logged by an earlier run: replayed as it is
+    assert first_batch_end(legacy, {"a": 2}) == legacy
 
 
 def test_partition_order_is_numeric_not_lexical():

@@ -568,6 +568,34 @@ def test_partitions_added_while_the_query_was_stopped_start_at_their_earliest_af
     assert StreamOffset.from_json(nxt).known == {"t": 2}
 
 
+def test_a_query_stopped_before_its_first_batch_read_anything_knows_its_partitions_after_the_restart():
+    """startingOffsets=latest, nothing to read at the first plan: Spark logs batch 0 all the
+    same, and its end carries ``known``; the 2 partitions added while the query was stopped
+    start at their log start after the restart (KafkaSourceStressSuite's finding). Later
+    answers are the plan's own (no batch: the start, so Spark adds none)."""
+    group, log = InMemoryMembership(), _Log({T0: 5, T1: 3})
+    group.assign({T0, T1})
+    d = _driver(group, log, startingoffsets="latest")
+    start = StreamOffset({}).to_json()  # initialOffset
+    first = d.answer(d.plan(start, None))
+    assert first == '{"v":1,"ranges":{},"known":{"t":2}}'
+    assert d.answer(d.plan(first, None)) == first  # nothing new: no batch
+    assert group.offsets == {T0: 5, T1: 3}  # where they start, committed at the first plan
+    log.ends.update({T2: 1, T3: 1})  # added and written to while the query was stopped
+    group.assign({T0, T1, T2, T3})
+    d = _restarted(group, log, startingoffsets="latest")
+    nxt = d.answer(d.plan(first, None))
+    assert _ranges(nxt) == {T0: (5, 5), T1: (3, 3), T2: (0, 1), T3: (0, 1)}
+    assert StreamOffset.from_json(nxt).known == {"t": 2}
+    # batch 0's end as it was logged before it carried known: T2 and T3 count as existing
+    # then, and kafka.auto.offset.reset=latest skips their records
+    before = InMemoryMembership()
+    before.offsets.update({T0: 5, T1: 3})
+    before.assign({T0, T1, T2, T3})
+    d = _restarted(before, log, startingoffsets="latest")
+    assert d.plan(start, None) == start and d.reset_skips.offsets_skipped == 2
+
+
 def test_a_checkpoint_without_known_counts_the_partitions_of_now_as_existing():
     """Offsets written before they carried ``known``: the partitions there now count as
     existing (the reset policy governs them); those added later start at their log start."""
