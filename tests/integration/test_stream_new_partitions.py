@@ -179,3 +179,41 @@ def test_partitions_added_with_a_java_consumer_in_the_group(spark, kafka_broker,
         if java is not None:
             java.close()
         stop(q)
+
+
+def test_an_available_now_run_that_read_nothing_records_the_partitions_it_began_with(
+        spark, kafka_broker, unique_name, tmp_path):
+    """A new query from ``latest`` with nothing to read: the AvailableNow run still ends after
+    one batch (Spark's batch 0, empty), and that batch's end in the checkpoint says the topic had
+    2 partitions then. The 2 added before the next run are read there from their start, with
+    what went into the first 2 meanwhile (without it they counted as existing and began at
+    ``latest``: KafkaSourceStressSuite's stop before the first batch, made an AvailableNow run)."""
+    broker = kafka_broker
+    topic, group = unique_name("avn-first"), unique_name("g")
+    broker.create_topic(topic, 2)
+    produce(broker.bootstrap, topic, 2, 2)  # before the start: not read from latest
+    ck = str(tmp_path / "ck")
+    got: list[tuple] = []
+    batches: list[int] = []
+
+    def run() -> None:
+        def sink(df, batch_id):
+            batches.append(batch_id)
+            got.extend((r.topic, r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect())
+
+        q = (_stream(spark, broker, topic, group, {}, startingOffsets="latest")
+             .select("topic", "partition", "offset", "key", "value")
+             .writeStream.foreachBatch(sink).option("checkpointLocation", ck)
+             .trigger(availableNow=True).start())
+        try:
+            assert q.awaitTermination(QUERY_TIMEOUT_S) and q.exception() is None
+        finally:
+            stop(q)
+
+    run()
+    assert (batches, got) == ([0], [])
+    _grow(broker.bootstrap, topic, 4)
+    records = produce_keyed(broker.bootstrap, topic, 4, partitions=4, start=2)
+    run()
+    assert_all_read(got, records)
+    assert sorted(got) == sorted(set(got)), "read twice"
