@@ -27,11 +27,14 @@ Environment
       else ../shared/kafka); set here for the whole session, so the dev brokers tests start
       themselves and their subprocesses run the same one.
   ``GROUPKAFKA_COMPAT_KAFKA_HOME``  the second Kafka of the compat set (default: ../shared/kafka,
-      Apache Kafka 4.0.1; ``none`` turns the compat set off).
+      Apache Kafka 4.0.1; ``none`` turns the compat set off: ``make test`` does, ``make
+      test-compat`` runs it).
   ``GROUPKAFKA_KAFKA39_HOME``  the third Kafka, id ``kafka-3.9`` (default: ../shared/kafka-3.9,
       Apache Kafka 3.9.1 with its default classic-only group coordinator; ``none`` turns it off).
-      It runs the compat set, and with ``GROUPKAFKA_KAFKA39_SET=all`` (``make test-compat``) also
-      the tests marked ``kafka39`` (docs/kafka-versions.md).
+      It runs the compat set (``GROUPKAFKA_KAFKA39_SET=compat``, the default), with ``all`` (``make
+      test-compat``) also the tests marked ``kafka39``, with ``off`` nothing (docs/kafka-versions.md).
+  ``GROUPKAFKA_TEST_SET``  ``ci`` (the default): the tests marked ``extended`` are deselected;
+      ``extended``: only those (``make test-extended``); ``all``: both.
   The Java consumer of a test is its broker's own (``<home>/java-consumer.sh``) unless
   ``GROUPKAFKA_JAVA_CONSUMER`` names one.
 
@@ -119,10 +122,15 @@ MAIN_KAFKA_HOME, COMPAT_KAFKA_HOME = _choose_kafka_homes()
 _K39 = os.environ.get(KAFKA39_HOME_ENV, "").strip() or SHARED_KAFKA_39
 KAFKA39_HOME = None if _K39.lower() == "none" else _K39
 #: "compat": 3.9.1 runs the compat set (every ``make test``); "all": also the tests marked
-#: ``kafka39`` (``make test-compat``; docs/development.md says why they are not in CI)
+#: ``kafka39`` (``make test-compat``; docs/development.md says why they are not in CI); "off": none
 KAFKA39_SET = os.environ.get(KAFKA39_SET_ENV, "").strip().lower() or "compat"
-if KAFKA39_SET not in ("compat", "all"):
-    raise pytest.UsageError(f"{KAFKA39_SET_ENV}={KAFKA39_SET!r}: use compat or all")
+if KAFKA39_SET not in ("off", "compat", "all"):
+    raise pytest.UsageError(f"{KAFKA39_SET_ENV}={KAFKA39_SET!r}: use off, compat or all")
+TEST_SET_ENV = "GROUPKAFKA_TEST_SET"
+#: "ci": leave out the tests marked ``extended``; "extended": only those; "all": both
+TEST_SET = os.environ.get(TEST_SET_ENV, "").strip().lower() or "ci"
+if TEST_SET not in ("ci", "extended", "all"):
+    raise pytest.UsageError(f"{TEST_SET_ENV}={TEST_SET!r}: use ci, extended or all")
 #: the fixtures whose parameter is a test-broker id
 _BROKER_FIXTURES = ("broker", "kafka_broker", "kafka_home_param")
 #: test-broker id -> (its Kafka home, the setting that turns it off) for the extra versions
@@ -187,30 +195,35 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "kafka39(only={param: [values]}, why=...): also on Apache Kafka 3.9.1 (test id kafka-3.9) "
         f"with {KAFKA39_SET_ENV}=all; only= narrows the cases (a compat test's too); kafka39(False, why=...): "
         "a compat test that does not apply to 3.9.1")
+    config.addinivalue_line(
+        "markers", "extended(why=..., only={param: [values]}): left out of ``make test`` (CI's time bound), "
+        f"run by ``make test-extended`` ({TEST_SET_ENV}=extended); only= narrows it to those cases")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"kafka (main): {_kafka_label(MAIN_KAFKA_HOME)}",
             f"kafka-compat: {_kafka_label(COMPAT_KAFKA_HOME) if COMPAT_KAFKA_HOME else 'off'}",
-            f"kafka-3.9: {_kafka_label(KAFKA39_HOME) + f' ({KAFKA39_SET_ENV}={KAFKA39_SET})' if KAFKA39_HOME else 'off'}"]
+            f"kafka-3.9: {_kafka_label(KAFKA39_HOME) + f' ({KAFKA39_SET_ENV}={KAFKA39_SET})' if KAFKA39_HOME else 'off'}",
+            f"test set: {TEST_SET} ({TEST_SET_ENV}; tests marked extended run with extended or all)"]
 
 
 def _on_kafka39(node: Any) -> bool:
     """Whether a test (some of its cases) runs on 3.9.1: the compat set unless ``kafka39(False)``,
     and with KAFKA39_SET=all the tests marked ``kafka39``."""
     k39 = node.get_closest_marker("kafka39")
-    if k39 is not None and k39.args and k39.args[0] is False:
+    if KAFKA39_SET == "off" or (k39 is not None and k39.args and k39.args[0] is False):
         return False
     return node.get_closest_marker("compat") is not None or (k39 is not None and KAFKA39_SET == "all")
 
 
 def _kafka_params(metafunc: pytest.Metafunc) -> list[str]:
-    """["kafka"], plus the compat id for a test marked ``compat`` and kafka-3.9 where it runs."""
+    """["kafka"], plus the compat id for a test marked ``compat`` and kafka-3.9 where it runs (an
+    extra Kafka turned off with ``none`` is no case at all, not a skip)."""
     if _external_bootstrap() or "kafka" not in _BROKER_PARAMS:
         return ["kafka"]
     node = metafunc.definition
-    return (["kafka"] + ([COMPAT] if node.get_closest_marker("compat") is not None else [])
-            + ([KAFKA39] if _on_kafka39(node) else []))
+    compat = node.get_closest_marker("compat") is not None and COMPAT_KAFKA_HOME is not None
+    return ["kafka"] + ([COMPAT] if compat else []) + ([KAFKA39] if KAFKA39_HOME and _on_kafka39(node) else [])
 
 
 def _matches(callspec: Any, marker: Any) -> bool:
@@ -231,7 +244,27 @@ def _in_compat_set(item: pytest.Item) -> bool:
         in_compat = item.get_closest_marker("compat") is not None and _matches(callspec, item.get_closest_marker("compat"))
         in_extra = k39 is not None and KAFKA39_SET == "all"
         return (in_compat or in_extra) and _matches(callspec, k39)
-    return True
+    return KAFKA39_SET != "off" or "kafka39_broker" not in getattr(item, "fixturenames", ())
+
+
+def _is_extended(item: pytest.Item) -> bool:
+    """A test of the extended set; with ``extended(only={param: [values]})`` only those cases (a
+    test without any of the named parameters is not in it: a module's marker names its cases)."""
+    marker = item.get_closest_marker("extended")
+    if marker is None:
+        return False
+    only = marker.kwargs.get("only") or {}
+    callspec = getattr(item, "callspec", None)
+    if not only:
+        return True
+    return callspec is not None and any(n in callspec.params for n in only) and _matches(callspec, marker)
+
+
+def _in_test_set(item: pytest.Item) -> bool:
+    """Whether the item runs in this session: on the brokers it asks for, and in GROUPKAFKA_TEST_SET."""
+    if not _in_compat_set(item):
+        return False
+    return TEST_SET == "all" or _is_extended(item) == (TEST_SET == "extended")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -276,9 +309,9 @@ def _xdist_group(item: pytest.Item, names: set[str]) -> str:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselection and before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    dropped = [item for item in items if not _in_compat_set(item)]
+    dropped = [item for item in items if not _in_test_set(item)]
     if dropped:
-        items[:] = [item for item in items if _in_compat_set(item)]
+        items[:] = [item for item in items if _in_test_set(item)]
         config.hook.pytest_deselected(items=dropped)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))

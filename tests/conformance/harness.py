@@ -41,6 +41,9 @@ from helpers import WaitTimedOut, bounded_process_all
 READERS = ("kafka", "groupkafka")
 #: The two option sets of a case (see the module docstring).
 MODES = ("defaults", "spark-options")
+#: A module's mark: its spark-options cases run in ``make test-extended``, CI runs the defaults
+#: (what users run) of every case
+SPARK_OPTIONS_EXTENDED = pytest.mark.extended(only={"mode": ["spark-options"]}, why="CI runs each case with default options")
 #: Every wait on a query is bounded by this.
 QUERY_TIMEOUT_S = 90
 #: After Spark's source has caught up, how long groupkafka has to read the same records

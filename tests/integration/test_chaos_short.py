@@ -50,6 +50,7 @@ def _consumer_mode_broker() -> str:
     return "kafka"
 
 
+@pytest.mark.extended(why="the consumer-mode chaos suite is make chaos-consumer; CI keeps the mock's quick scenarios")
 def test_quick_chaos_scenario_passes_in_consumer_mode(tmp_path):
     """``--protocol consumer --quick``: retention_skip with a kafka.group.protocol=consumer query
     (reading, commits reaching the log end, the data-loss skips reported), ~50 s. It runs on
@@ -74,6 +75,7 @@ def test_quick_chaos_scenario_passes_in_consumer_mode(tmp_path):
     assert proc.returncode == 0, report
 
 
+@pytest.mark.extended(why="a 3-node cluster (~270 s); make chaos-kafka runs every scenario there")
 def test_quick_chaos_scenario_passes_on_a_three_node_kafka_cluster(tmp_path):
     """``--broker kafka --only broker_crash``: broker_crash on a 3-node KRaft cluster (RF 3, min.insync 2):
     kill -9 of the broker leading most of the topic's partitions while the query reads and the

@@ -14,6 +14,7 @@ import pytest
 from conformance.harness import (
     MODES,
     SKIP_WITHOUT_SPARK_SOURCE,
+    SPARK_OPTIONS_EXTENDED,
     StreamPair,
     assert_both_fail,
     assert_same,
@@ -34,7 +35,7 @@ from conformance.kafka_ops import (
 
 from helpers import consume_all, wait_until
 
-pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39, SPARK_OPTIONS_EXTENDED]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 #: Spark's source's data loss error (KafkaSource's reportDataLoss: "Some data may have been lost

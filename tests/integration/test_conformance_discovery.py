@@ -13,6 +13,7 @@ import pytest
 from conformance.harness import (
     MODES,
     SKIP_WITHOUT_SPARK_SOURCE,
+    SPARK_OPTIONS_EXTENDED,
     StreamPair,
     assert_same,
     batch_frames,
@@ -22,7 +23,7 @@ from conformance.harness import (
 )
 from conformance.kafka_ops import add_partitions, create_topic, delete_topic, send
 
-pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39, SPARK_OPTIONS_EXTENDED]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 #: With default options groupkafka sees a new partition or topic at its member's next metadata

@@ -14,6 +14,7 @@ import pytest
 from conformance.harness import (
     MODES,
     SKIP_WITHOUT_SPARK_SOURCE,
+    SPARK_OPTIONS_EXTENDED,
     StreamPair,
     assert_both_fail,
     assert_same,
@@ -32,7 +33,7 @@ from conformance.kafka_ops import (
     transactional_producer,
 )
 
-pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39]  # also on Kafka 3.9.1 (make test-compat)
+pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39, SPARK_OPTIONS_EXTENDED]  # also on Kafka 3.9.1 (make test-compat)
 
 BOTH = pytest.mark.parametrize("mode", MODES)
 AVAILABLE_NOW = {"availableNow": True}

@@ -36,6 +36,7 @@ def _seeds() -> list[int]:
     return [int(v) for v in raw.split(",")] if raw else [CI_SEED]
 
 
+@pytest.mark.extended(only={"mode": ["spark-options"]}, why="CI runs the seed in the defaults mode")
 @pytest.mark.parametrize("seed", _seeds())
 @pytest.mark.parametrize("mode", MODES)
 def test_stress_multiple_topics_and_partitions(spark, kafka_broker, unique_name, tmp_path, mode, seed):

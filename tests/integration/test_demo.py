@@ -17,7 +17,7 @@ from helpers import run_tree
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended(why="make demo itself, ~250 s; its parts have their own tests")]
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,7 @@ def assert_in_venv(probe: dict, venv) -> None:
     assert {p["jvm"] for p in probe["executors"]} == {"org.apache.spark.executor.CoarseGrainedExecutorBackend"}, probe
 
 
+@pytest.mark.extended(why="~170 s; CI keeps this cluster's backfill job, make chaos kills executors and drivers")
 def test_stream_to_parquet_survives_an_executor_killed_9(cluster, wheel_venv, kafka_broker, unique_name, tmp_path):
     topic, group, partitions = unique_name("deploy"), unique_name("g"), 4
     kafka_broker.create_topic(topic, partitions)

@@ -141,6 +141,7 @@ def _alive(q: Any) -> None:
 # ----------------------------------------------------------------------------------------------
 # PlaintextConsumerPollTest: max.poll.interval.ms
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.extended(only={"protocol": ["consumer"]}, why="CI keeps the classic case")
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_max_poll_interval_hands_a_stuck_querys_partitions_to_a_java_consumer(spark, kafka_broker, java, unique_name,
                                                                               tmp_path, protocol):
@@ -838,7 +839,11 @@ class _Group:
 #: The bounce cases: our query beside two Java consumers in each protocol and mode, and the
 #: reference, a third Java consumer in the query's place (the system test's own group; classic
 #: clean, the case whose time was once in question: issue 52, docs/conformance.md)
-BOUNCES = [(p, s, "query") for p in PROTOCOLS for s in ("clean", "hard")] + [("classic", "clean", "java")]
+#: CI runs one bounce per protocol (a hard one in classic, a clean one in KIP-848); the other
+#: three are in make test-extended (~250 s of CI's time bound)
+_EXTENDED_BOUNCE = pytest.mark.extended(why="CI keeps one bounce per protocol")
+BOUNCES = [pytest.param(p, s, "query", marks=() if (p, s) in {("classic", "hard"), ("consumer", "clean")} else _EXTENDED_BOUNCE)
+           for p in PROTOCOLS for s in ("clean", "hard")] + [pytest.param("classic", "clean", "java", marks=_EXTENDED_BOUNCE)]
 
 
 @pytest.mark.parametrize("protocol,shutdown,stays", BOUNCES)
@@ -886,6 +891,7 @@ def test_java_consumers_bounce_beside_a_query(spark, kafka_broker, java, unique_
         g.close()
 
 
+@pytest.mark.extended(only={"protocol": ["classic"]}, why="CI keeps the KIP-848 case")
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_java_consumers_fail_beside_a_query(spark, kafka_broker, java, unique_name, tmp_path, protocol):
     """Ports consumer_test.py ``test_consumer_failure`` (enable_autocommit true and false, both

@@ -18,7 +18,7 @@ import pytest
 from assignment.model import TopicPartition
 from helpers import own_kafka_or_skip, partition_leaders, produce_keyed
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended(why="a 3-node cluster, ~110 s; make chaos-kafka crashes its nodes too")]
 
 PARTITIONS = 6
 

@@ -166,6 +166,7 @@ def _setup(sk: SecureKafka, unique_name) -> tuple[str, str, list]:
     return topic, group, produce(sk.admin_bootstrap, topic, 20, PARTS)
 
 
+@pytest.mark.extended(only={"revoked": ["topic"]}, why="CI keeps the group ACL in both protocols, the topic ACL mid-batch and idle")
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 @pytest.mark.parametrize("revoked", ["topic", "group"])
 def test_an_acl_revoked_between_batches_fails_the_query_at_once(spark, secure, revoked, protocol, unique_name,

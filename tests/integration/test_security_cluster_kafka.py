@@ -35,7 +35,7 @@ from spark_groupsource.backfill import BackfillPlan
 from spark_groupsource.devbroker import group_coordinator
 from tlsfiles import STORE_PASSWORD
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.extended(why="a secured 3-node cluster, ~260 s; CI keeps the one-node security tests")]
 
 NODES = 3
 PARTITIONS = 6

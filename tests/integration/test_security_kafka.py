@@ -147,6 +147,8 @@ def read_and_commit(spark: Any, sk: SecureKafka, options: dict[str, str], topic:
 
 
 @pytest.mark.compat(only={"case": ["sasl_plaintext-PLAIN"]})
+@pytest.mark.extended(only={"case": ["sasl_plaintext-SCRAM-SHA-256", "mtls-pkcs12", "sasl_ssl-PLAIN"]},
+                      why="CI keeps one case per mechanism and transport")
 @pytest.mark.parametrize("case", CASES)
 def test_stream_batch_backfill_and_groups_command(spark, secure, case, unique_name, tmp_path):
     listener, security, secrets = case_options(secure, case)
