@@ -145,12 +145,14 @@ dist:
 # a topic read on Apache Kafka from there (release/user_install.py): the wheel with the newest
 # dependencies its ranges allow; the sdist without a C compiler; the wheel with every dependency
 # at its lower bound (conf/constraints-lowest.txt) and the unit tests. ~15 min; by hand, not in
-# CI (docs/development.md has the last run). DIST_CHECKS picks some: DIST_CHECKS=newest.
+# CI (docs/development.md has the last run). DIST_CHECKS picks some: DIST_CHECKS=newest; `cluster`
+# runs the standalone-cluster tests (tests/integration/test_deploy_cluster.py) on the built wheel.
 DIST_KAFKA_HOME ?= ../shared/kafka-latest
-DIST_CHECKS ?= newest no-compiler lowest
+DIST_CHECKS ?= newest no-compiler lowest cluster
 .PHONY: dist dist-check
 dist-check: dist
-	for c in $(DIST_CHECKS); do $(PY) release/user_install.py $$c --kafka-home $(DIST_KAFKA_HOME) || exit 1; done
+	for c in $(filter-out cluster,$(DIST_CHECKS)); do $(PY) release/user_install.py $$c --kafka-home $(DIST_KAFKA_HOME) || exit 1; done
+	$(if $(filter cluster,$(DIST_CHECKS)),GROUPKAFKA_TEST_WHEEL=$$(ls dist/*.whl) GROUPKAFKA_TEST_SET=all $(PY) -m pytest -p no:xdist tests/integration/test_deploy_cluster.py)
 
 
 # What `make test` leaves out, run before a release and after changes to the group members or the
