@@ -36,7 +36,9 @@ e. within one ownership (a member's acquisition of a partition until it ends), o
 
 A Spark batch with no plan in its member's history cannot be judged: that is a breach too
 (the history is incomplete). A batch an incarnation replays from its checkpoint was planned by
-an earlier one: it is judged by the lost and duplicate checks, not by c and e.
+an earlier one: it is judged by the lost and duplicate checks, not by c and e. A new query's
+batch 0 whose end offset has no ranges (the planner's first answer, which only records the
+partitions it began with: planning/offsets.py first_batch_end) reads nothing and has no plan.
 """
 
 from __future__ import annotations
@@ -276,6 +278,18 @@ def _plan_of(b: Batch, plans_by_end: Mapping[str, list[Plan]]) -> Plan | None:
     return same[-1] if same else None
 
 
+def _reads_nothing(b: Batch) -> bool:
+    """A batch that read no rows and whose end offset (as Spark logged it) has no ranges."""
+    if b.rows or not b.end:
+        return False
+    try:
+        end = json.loads(b.end)
+        end = json.loads(end) if isinstance(end, str) else end
+    except ValueError:
+        return False
+    return isinstance(end, dict) and not end.get("ranges")
+
+
 def judge(h: History, produced: Mapping[int, tuple[int, int | None]], *,
           spark_owners: Collection[str], deleted_before: Mapping[int, int] | None = None,
           skipped: Sequence[tuple[int, int, int]] = (), incarnation_of: Mapping[int, int] | None = None) -> Judgement:
@@ -298,6 +312,8 @@ def judge(h: History, produced: Mapping[int, tuple[int, int | None]], *,
         parts = sorted({p for p, _o, _s in b.rows})
         if b.owner in spark_owners:
             pl = _plan_of(b, plans_by_end)
+            if pl is None and _reads_nothing(b):
+                continue
             if pl is None:
                 j.unplanned.append(f"{b.owner} batch {b.batch} read partitions {parts}; no plan with its end offset "
                                    f"{(b.end or '(none logged)')[:120]} in the history")

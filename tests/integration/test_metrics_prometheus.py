@@ -52,8 +52,8 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
     with Prometheus([f"127.0.0.1:{port}"], tmp_path / "prom", rule_files=[ALERTS]) as prom:
         sel = f'{{query="qa",group="{group}"}}'
         produce(broker.bootstrap, topic, 80, PARTS)  # 20 per partition
-        # 20 records a trigger, 5 per partition, one trigger every 3 s: each lag holds for
-        # seconds, and every one is scraped
+        # 20 records a trigger, 5 per partition, one trigger every 3 s: the lag steps down
+        # 60, 40, 20, 0, each step held about a trigger, and Prometheus scrapes every second
         q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20",
                              **{"metrics.port": str(port), "metrics.queryName": "qa"}),
                       name, str(tmp_path / "ck"), interval="3 seconds")
@@ -63,9 +63,11 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
                        interval=0.5, message="Prometheus to see 80 records planned")
             # the lag: Spark's and Flink's names, as the planner saw it before each batch
             pending = prom.samples(f"groupkafka_pendingRecords{sel}")
-            assert {60, 40, 20} <= set(pending) and pending[-1] == 0, pending
-            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == 15
-            assert max(prom.samples(f"groupkafka_avgOffsetsBehindLatest{sel}")) == 15
+            assert_steps_down(pending, [60, 40, 20, 0])
+            # evenly spread: the most behind partition holds a quarter of the lag, at every step
+            top = max(pending) / PARTS
+            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == top
+            assert max(prom.samples(f"groupkafka_avgOffsetsBehindLatest{sel}")) == top
             assert prom.value(f"sum(groupkafka_latestOffsets{sel}) - sum(groupkafka_currentOffsets{sel})") == 0
             assert prom.value(f"sum(groupkafka_committedOffsets{sel})") in (60, 80)  # the last batch commits next
             assert prom.value(f"groupkafka_partitions_assigned{sel}") == PARTS
@@ -109,6 +111,26 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
             if member is not None:
                 member.close()
             stop(q)
+
+
+def assert_steps_down(samples: list[float], steps: list[int]) -> None:
+    """The gauge's scraped samples walk down ``steps`` in order and end at the last one. A step
+    may go unscraped: a step lasts from one plan to the next, and when a batch overruns its
+    trigger (the first one on a loaded machine) the next plan follows at once; so at least two
+    of the steps above the last are required, not each."""
+    first = next((i for i, v in enumerate(samples) if v != 0), len(samples))
+    seen = samples[first:]  # before the first plan the gauge reads 0
+    assert seen and seen[-1] == steps[-1], (samples, "the gauge ends at", steps[-1])
+    assert set(seen) <= set(steps), (samples, "steps other than", steps)
+    assert all(a >= b for a, b in zip(seen, seen[1:])), (samples, "the lag went up")
+    assert len(set(seen) - {steps[-1]}) >= 2, (samples, "fewer than two steps of", steps, "scraped")
+
+
+def test_the_steps_check_holds_a_missed_step_and_catches_a_wrong_lag():
+    assert_steps_down([0.0, 40.0, 40.0, 20.0, 20.0, 20.0, 0.0], [60, 40, 20, 0])  # CI, 2026-12-07: 60 unscraped
+    for wrong in ([0, 60, 40, 20], [0, 40, 40, 0], [0, 20, 40, 0], [0, 60, 50, 20, 0], [0, 0, 0], []):
+        with pytest.raises(AssertionError):
+            assert_steps_down(wrong, [60, 40, 20, 0])
 
 
 OFFSET_COMMIT, ILLEGAL_GENERATION = 8, 22  # Kafka's API key and error code

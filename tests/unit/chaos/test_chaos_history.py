@@ -161,6 +161,22 @@ def test_a_spark_batch_with_no_plan_cannot_be_judged():
     assert (j.breaches, j.replayed) == ([], 1)
 
 
+def test_a_first_batch_that_only_records_the_partitions_needs_no_plan_and_one_with_rows_does():
+    # the planner's first answer before the member owns anything (Kafka 3.9.1, 3 nodes, 2026-12-07:
+    # member_frozen, coordinator_crash, partitions_added): Spark runs it, reading nothing
+    first = json.dumps(json.dumps({"v": 1, "ranges": {}, "known": {"t": 4}}, separators=(",", ":")))
+    empty = Batch("a-1", 0, 0.5, (), started=0.5, ended=0.6, end=first)
+    assert judge(History(ownership=[_acq("a-1", 1.0, 1)], reads=[empty]), PRODUCED, spark_owners=SPARK).breaches == []
+    # the same end offset with rows read is still a batch with no plan
+    with_rows = Batch("a-1", 0, 0.5, ((0, 0, 0),), started=0.5, ended=0.6, end=first)
+    (only,) = judge(History(ownership=[_acq("a-1", 1.0, 1)], reads=[with_rows]), PRODUCED, spark_owners=SPARK).breaches
+    assert only.startswith("no plan: a-1 batch 0 read partitions [0]")
+    # and no rows with ranges in its end offset: a plan the history misses
+    ranged = Batch("a-1", 0, 0.5, (), started=0.5, ended=0.6, end=json.dumps(_end(0, 0)))
+    assert len(judge(History(ownership=[_acq("a-1", 1.0, 1)], reads=[ranged]), PRODUCED,
+                     spark_owners=SPARK).breaches) == 1
+
+
 # -- f, g: the run's samples and its end -----------------------------------------------------------
 def test_f_g_a_run_without_offset_samples_or_that_never_reached_the_end_fails():
     assert completeness(True, 0, 7) == ["the committed-offset sampler took no successful sample (7 failed asks)"]
