@@ -7,6 +7,7 @@ the lag, the rebalance count and the commit failures, and the sample alert rules
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -122,7 +123,7 @@ def assert_steps_down(samples: list[float], steps: list[int]) -> None:
     seen = samples[first:]  # before the first plan the gauge reads 0
     assert seen and seen[-1] == steps[-1], (samples, "the gauge ends at", steps[-1])
     assert set(seen) <= set(steps), (samples, "steps other than", steps)
-    assert all(a >= b for a, b in zip(seen, seen[1:])), (samples, "the lag went up")
+    assert all(a >= b for a, b in itertools.pairwise(seen)), (samples, "the lag went up")
     assert len(set(seen) - {steps[-1]}) >= 2, (samples, "fewer than two steps of", steps, "scraped")
 
 
