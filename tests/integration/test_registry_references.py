@@ -14,12 +14,17 @@ these records (it asks ``/schemas/ids/{id}?format=serialized``, which Karapace a
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from faultproxy import FaultProxy
@@ -197,3 +202,42 @@ def test_fresh_workers_read_while_the_registry_is_unreachable(spark, kafka_broke
             later.collect()
     finally:
         proxy.close()
+
+
+#: a referenced Avro enum and JSON Schema object, and a schema of each format that uses it
+AVRO_STATUS = {"type": "enum", "name": "Status", "namespace": "shop.common", "symbols": ["NEW", "DONE"]}
+AVRO_ORDER = {"type": "record", "name": "Order", "namespace": "shop",
+              "fields": [{"name": "id", "type": "long"}, {"name": "status", "type": "shop.common.Status"}]}
+JSON_ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}}}
+JSON_ORDER = {"type": "object", "properties": {"id": {"type": "integer"}, "ship": {"$ref": "address.json"}}}
+
+
+def test_karapace_refuses_avro_and_json_schema_references(schema_registry, unique_name):
+    """Why Avro and JSON Schema references are tested against confluent-kafka's in-memory
+    registry (tests/unit/decode/test_references_serde.py), not here: Karapace 3.16.0 refuses any
+    non-empty ``references`` for a schemaType other than PROTOBUF (HTTP 422, error 44302) before
+    it reads the schema, on the serializers' own requests, with fully qualified names and each
+    reference named as the ``$ref`` or type that uses it; a self-contained schema with a
+    reference is refused the same way. When the project's registry accepts them this fails:
+    then move those tests onto it."""
+    client, base = schema_registry.client(), unique_name("refused")
+    ctx = SerializationContext(f"{base}-orders", MessageField.VALUE)
+    client.register_schema(f"{base}-status", Schema(json.dumps(AVRO_STATUS), "AVRO"))  # the registry is up
+    client.register_schema(f"{base}-address", Schema(json.dumps(JSON_ADDRESS), "JSON"))
+    avro_ref = [SchemaReference("shop.common.Status", f"{base}-status", 1)]
+    json_ref = [SchemaReference("address.json", f"{base}-address", 1)]
+    attempts = {
+        "AVRO": lambda: AvroSerializer(client, Schema(json.dumps(AVRO_ORDER), "AVRO", avro_ref),
+                                       conf={"auto.register.schemas": True})({"id": 1, "status": "NEW"}, ctx),
+        "JSON": lambda: JSONSerializer(Schema(json.dumps(JSON_ORDER), "JSON", json_ref), client,
+                                       conf={"auto.register.schemas": True})({"id": 1, "ship": {"city": "c"}}, ctx),
+        "AVRO, self-contained": lambda: client.register_schema(
+            f"{base}-plain", Schema(json.dumps(AVRO_STATUS), "AVRO", avro_ref)),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(SchemaRegistryError) as refused:
+            attempt()
+        assert (refused.value.http_status_code, refused.value.error_code) == (422, 44302), what
+        kind = what.split(",")[0]
+        assert f"Schema references are not supported for '{kind}' schema type" in refused.value.error_message
+    assert not {f"{base}-orders-value", f"{base}-plain"} & set(client.get_subjects())  # none registered
