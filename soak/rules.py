@@ -292,9 +292,21 @@ def histogram_growth(first: str, last: str, top: int = 15) -> list[tuple[str, in
     return sorted((g for g in grown if g[1] > 0), key=lambda g: -g[1])[:top]
 
 
+def _across_incarnations(v: SeriesVerdict) -> tuple[str, str]:
+    """("a/driver_jvm", metric) for "a-2/driver_jvm": the same role of a member, any incarnation."""
+    who, _, role = v.subject.partition("/")
+    member, dash, n = who.rpartition("-")
+    return (f"{member if dash and n.isdigit() else who}/{role}", v.metric)
+
+
 def not_judged(verdicts: Sequence[SeriesVerdict]) -> list[str]:
-    """The series a rule applies to that the run was too short to judge."""
-    return [f"{v.subject} {v.metric}: {v.what}" for v in verdicts if not v.judged]
+    """The series a rule applies to that the run was too short to judge, where no other
+    incarnation of the same member judged it either. An incarnation the soak's own kill cut
+    short (a-1 until its member_kill9) can never have 4 heap windows; the member is judged on the
+    incarnation that ran long enough, and a run where none did is not judged in full."""
+    judged = {_across_incarnations(v) for v in verdicts if v.judged}
+    return [f"{v.subject} {v.metric}: {v.what}" for v in verdicts
+            if not v.judged and _across_incarnations(v) not in judged]
 
 
 def verdict_word(ok: bool, reasons: list[str], unjudged: list[str], word: str = "PASSED") -> str:

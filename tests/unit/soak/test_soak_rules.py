@@ -289,3 +289,18 @@ def test_a_soak_too_short_to_judge_the_heap_does_not_pass():
     assert "PASSED" not in word and "NOT JUDGED" in word and "live_heap_mb" in word
     assert verdict_word(True, [], []) == "PASSED"
     assert verdict_word(False, ["lost 3"], [unjudged]).startswith("FAILED: lost 3")
+
+
+def test_an_incarnation_cut_short_by_the_soak_is_judged_on_its_successor_and_not_otherwise():
+    """member_kill9 ends a-1 at minute 20: its heap can never have 4 windows. a-2, which ran long
+    enough, judges member a; when no incarnation of a member ran long enough, the run is not
+    judged in full (the 50-minute soak of 2026-12-07: a-1 and a-2 both short)."""
+    short = judge_series("a-1/driver_jvm", "live_heap_mb", _minutes([40, 41, 40, 42] * 3), 0)
+    long_ = judge_series("a-2/driver_jvm", "live_heap_mb", _minutes([40, 41, 40, 42] * 15), 0)
+    other = judge_series("b-1/driver_jvm", "live_heap_mb", _minutes([40, 41, 40, 42] * 3), 0)
+    assert long_.judged and long_.ok and not short.judged and not other.judged
+    assert not_judged([short, long_]) == []
+    (only,) = not_judged([short, long_, other])
+    assert only.startswith("b-1/driver_jvm live_heap_mb: not judged")
+    (again,) = not_judged([short])
+    assert again.startswith("a-1/driver_jvm live_heap_mb")
