@@ -9,8 +9,8 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 
 from chaos import history as hist
 from chaos.procs import Member, start_member
@@ -93,6 +93,15 @@ class Row:
     history_breaches: int = 0  # every breach of the history checker's rules (chaos/history.py)
     generations: int = 0  # distinct generations (KIP-848: member epochs) in the members' histories
     group_samples: int = 0  # the coordinator's descriptions of the group taken
+    # the history checker's findings, rule by rule (None: a results file from before they were kept)
+    two_owners: int | None = None  # a: one partition planned or described in two members at once
+    fenced_commits: int | None = None  # b: a commit accepted after its generation was fenced
+    reads_unowned: int | None = None  # c: a partition read outside its reader's ownership
+    unplanned: int | None = None  # a Spark batch with no plan in its member's history
+    replayed: int | None = None  # batches replayed from a checkpoint by a later incarnation
+    group_sample_errors: int | None = None  # the coordinator's descriptions asked for and not had
+    offset_samples: int | None = None  # the committed-offset sampler's successful samples
+    offset_sample_errors: int | None = None  # ... and its failed asks
     unacked_absent: int = 0  # records sent, never acknowledged, not in the log (never written)
     failures: int = 0
     reached_end: bool | None = None
@@ -106,6 +115,12 @@ class Row:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> Row:
+        """A row of a results file (fields it lacks keep their defaults; unknown ones are dropped)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})  # type: ignore[arg-type]
 
 
 #: how long a query may take to write its first batches: a set-up wait, not a property of the
@@ -532,6 +547,10 @@ class Run:
         breaches = judged.breaches
         row.order_breaks, row.history_breaches = len(judged.order_breaks), len(breaches)
         row.generations, row.group_samples = judged.generations, len(history.samples)
+        row.two_owners, row.fenced_commits = len(judged.double_plans), len(judged.fenced_commits)
+        row.reads_unowned, row.unplanned, row.replayed = len(judged.reads_unowned), len(judged.unplanned), judged.replayed
+        row.group_sample_errors = self.group_sampler.errors
+        row.offset_samples, row.offset_sample_errors = self.sampler.samples, self.sampler.errors
         if breaches:
             reasons.append(f"{len(breaches)} breaches of the history's rules (chaos/history.py): "
                            + "; ".join(breaches[:4]))
