@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -415,9 +416,9 @@ class Run:
         return bool(got is not None and len(marks) == self.partitions
                     and all(got.get(p) == hi for p, (_lo, hi) in marks.items()))
 
-    def _end_production(self) -> None:
+    def _end_production(self, beyond_s: float = 5.0) -> None:
         if self.producer is not None and not self.producer.finished:
-            self.producer.stop_after(5)  # production runs through the fault and 5 s beyond
+            self.producer.stop_after(beyond_s)  # production runs through the fault and 5 s beyond
             self.producer.finish()
             self.event(f"production done: {len(self.producer.delivered)} delivered, "
                        f"{len(self.producer.failed)} failed")
@@ -472,8 +473,9 @@ class Run:
 
     def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
         row = Row(self.name, protocol=self.protocol, broker=self.backend)
+        stopped = isinstance(error, KeyboardInterrupt)  # a SIGTERM or SIGINT: stop now, judge what ran
         try:
-            self._end_production()
+            self._end_production(0 if stopped else 5)
             reached = None if error else self.quiet(quiet_timeout)
             if self.outcome.expect_failure is None and error is None:
                 row.reached_end = reached
@@ -483,15 +485,16 @@ class Run:
             for m in self.history:
                 if not m.running() and not m.ended_by_suite:
                     m.unexpected_exit = m.proc.returncode
-            for m in self.members.values():
+            for m in self.history:  # every incarnation: one a scenario left running too
                 if m.running():
                     m.stop()
+                m.sweep()
             for pm in self.plain:
                 pm.close()
             self.sampler.sample()
             final = self.sampler.last.copy()
             self.sampler.close()
-            self.group_sampler.close()
+            self.group_sampler.close(1 if stopped else 15)
             self.broker.stop()
         self._flush_java_members()  # production has ended, the members have left, the broker is down
         row.elapsed_s = round(time.monotonic() - self.t0, 1)
@@ -499,6 +502,18 @@ class Run:
         with open(os.path.join(self.dir, "events.log"), "a") as f:
             f.write(json.dumps(row.to_json()) + "\n")
         return row
+
+    def kill_all(self) -> None:
+        """kill -9 every process of the run still running: its members (and their JVMs and
+        Python workers), its Java consumers. Quick (no waiting): a second SIGTERM or Ctrl-C
+        hurries the stop :meth:`finish` began; the broker's host follows this process when it
+        exits (it watches its parent)."""
+        for m in self.history:
+            m.ended_by_suite = m.ended_by_suite or m.running()
+            m.signal_all(signal.SIGKILL)
+        for pm in self.plain:
+            if isinstance(pm, JavaPlainMember):
+                pm.kill()
 
     def history_of(self, logs: dict[str, str], batches: list[Batch]) -> hist.History:
         """The run's history: the members' logged ownership, plans and commits, the plain
@@ -528,7 +543,9 @@ class Run:
 
     def _verdict(self, row: Row, final: dict[int, int], error: BaseException | None) -> None:
         reasons = row.reasons
-        if error is not None:
+        if isinstance(error, KeyboardInterrupt):  # chaos.procs.Interrupt: SIGTERM or SIGINT
+            reasons.append(f"stopped by {error} before its end (its counts are of what ran until then)")
+        elif error is not None:
             reasons.append(f"scenario could not run: {error}")
         produced = self.producer.delivered if self.producer else {}
         logs = {h.owner: _read(h.log_path) for h in self.history}
