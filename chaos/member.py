@@ -8,6 +8,7 @@ temporary name, then renamed, so a ``kill -9`` never leaves half a batch): a hea
 ``{"owner", "batch", "t"}`` then one ``[partition, offset, seq]`` line per record. A replayed
 batch gets a new file, so re-reads show up as duplicates. On SIGTERM the query stops cleanly
 (the connector leaves the group); before the query has started, the process exits at once (143).
+It does the same when the harness that started it is gone.
 When the query fails, its error goes to ``DIR/<name>-<incarnation>.error`` and the process exits 3.
 """
 
@@ -21,7 +22,7 @@ import signal
 import sys
 import time
 
-from chaos.procs import descendants
+from chaos.procs import descendants, follow_parent
 from chaos.sink import write_batch
 
 EXIT_QUERY_FAILED = 3
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         stopping.append(signum)
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    follow_parent()  # the harness killed -9: stop as on its SIGTERM
 
     from pyspark.sql import SparkSession
 

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,21 @@ def in_session(sid: int) -> list[int]:
             if st is not None and st[0] != "Z" and st[2] == sid:
                 out.append(int(entry))
     return out
+
+
+def follow_parent(every_s: float = 1.0) -> threading.Thread:
+    """SIGTERM this process once its parent is gone: a member runs in a session of its own, so
+    when the harness is killed -9 (no stop of its own) nothing else ends it, and it read on."""
+    ppid = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == ppid:
+            time.sleep(every_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    t = threading.Thread(target=watch, daemon=True, name="follow-parent")
+    t.start()
+    return t
 
 
 def cmdline(pid: int) -> str:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -90,3 +91,42 @@ def test_a_session_id_whose_number_names_another_process_is_not_the_members(tmp_
     finally:
         os.kill(other.pid, signal.SIGKILL)
         os.waitpid(other.pid, 0)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+#: A harness stand-in: starts a child that follows it (as chaos.member does), prints its pid, waits.
+PARENT = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[3]], cwd=sys.argv[2], start_new_session=True)
+print(child.pid, flush=True)
+time.sleep(300)
+"""
+CHILD = """
+import signal, sys, time
+from chaos.procs import follow_parent
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+follow_parent(0.1)
+open(sys.argv[1], "w").close()
+time.sleep(300)
+"""
+
+
+def test_a_member_ends_when_its_harness_is_killed(tmp_path):
+    """A member runs in a session of its own: killed -9, the harness cannot stop it, so it
+    follows its parent (chaos.procs.follow_parent) and stops as on a SIGTERM."""
+    ready = tmp_path / "following"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, CHILD, ROOT, str(ready)], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    child = int(parent.stdout.readline())
+    try:
+        wait_until(ready.exists, timeout=60, message="the child following its parent")
+        time.sleep(1.0)  # ten of its looks at its parent
+        assert alive(child), "the child ended while its parent lived"
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: not alive(child), timeout=10, message=f"the child {child} ended after its parent's kill -9")
+    finally:
+        for pid in (parent.pid, child):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.stdout.close()
