@@ -73,3 +73,11 @@ def test_the_report_command_prints_a_runs_tables(tmp_path):
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert _tables(out)[HISTORY_HEADER][0]["fenced commits"] == "1"
     assert "- driver_kill9: 7 breaches of the history's rules" in out
+
+
+def test_a_soaks_verdict_file_is_read_as_its_one_row(tmp_path):
+    """``python -m soak`` writes its row as ``row`` of RUN/soak/verdict.json."""
+    path = tmp_path / "verdict.json"
+    path.write_text(json.dumps({"ok": False, "minutes": 45, "row": {**CLEAN.to_json(), "scenario": "soak"}}))
+    (row,) = _tables(from_results(str(path)))[HISTORY_HEADER]
+    assert row["scenario"] == "soak" and row["offset samples"] == "118" and row["generations"] == "5"
