@@ -16,6 +16,10 @@ present, else ``mock``; ``mock`` for ``--protocol classic`` (its Kafka run is fu
 else ../shared/kafka); its ``java-consumer.sh`` is the Java plain member, so e.g.
 ``--kafka-home ../shared/kafka-latest`` runs broker and Java client on 4.3.1.
 
+SIGTERM or SIGINT (a CI timeout, Ctrl-C, kill) stops the scenario under way: its members,
+producer, plain consumers and brokers are stopped (a second signal kills them at once), its row
+and the table are printed, and the exit code is 143 (SIGTERM) or 130 (SIGINT).
+
 Exit code 0 when every scenario passed; 1 when any lost a record, had a query fail where it
 should not (or not fail where it should), a committed offset move backwards, duplicates
 beyond one micro-batch per partition handover, or broke a rule of the history checker
@@ -32,9 +36,10 @@ import sys
 import tempfile
 import time
 
+from chaos.procs import Interrupt
 from chaos.report import table
 from chaos.run import BACKENDS, PROTOCOLS, Row, Run
-from chaos.scenarios import SCENARIOS, for_protocol, why_not
+from chaos.scenarios import SCENARIOS, Spec, for_protocol, why_not
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -161,34 +166,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chaos: skipped on {backend}: {name}: {why}", flush=True)
     rows: list[Row] = []
     t0 = time.monotonic()
-    for spec in specs:
-        print(f"chaos: {spec.name}: {spec.about}", flush=True)
-        t_setup = time.monotonic()
-        try:
-            run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
-                      brokers=nodes_n if backend == "kafka" else None)
-        except Exception as exc:  # noqa: BLE001 - a failed set-up fails this row, the suite goes on
-            run = None
-            row = Row(spec.name, reasons=[f"set-up failed (broker, topic): {type(exc).__name__}: {exc}"],
-                      protocol=protocol, broker=backend, elapsed_s=round(time.monotonic() - t_setup, 1))
-        if run is not None:
-            error = None
-            try:
-                spec.run(run)
-            except Exception as exc:  # noqa: BLE001 - reported in the row, the suite goes on
-                error = exc
-            try:
-                row = run.finish(args.quiet_timeout, error)
-            except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
-                row = Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol,
-                          broker=backend)
-        rows.append(row)
-        verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
-        print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
-        with open(json_path, "w") as f:
-            json.dump({"workdir": workdir, "protocol": protocol, "broker": backend, "kafka": kafka_label or None,
-                       "skipped": not_run,
-                       "rows": [r.to_json() for r in rows]}, f, indent=1)
+    stop = Interrupt().install()
+    try:
+        for spec in specs:
+            print(f"chaos: {spec.name}: {spec.about}", flush=True)
+            row = _scenario(spec, stop, protocol=protocol, backend=backend, nodes_n=nodes_n, workdir=workdir,
+                            quiet_timeout=args.quiet_timeout)
+            rows.append(row)
+            verdict = "ok" if row.ok else "FAIL: " + "; ".join(row.reasons)
+            print(f"chaos: {spec.name}: {verdict} ({row.elapsed_s:.0f}s)", flush=True)
+            with open(json_path, "w") as f:
+                json.dump({"workdir": workdir, "protocol": protocol, "broker": backend, "kafka": kafka_label or None,
+                           "skipped": not_run,
+                           "rows": [r.to_json() for r in rows]}, f, indent=1)
+            if stop.signum is not None:
+                break
+    except KeyboardInterrupt:
+        pass  # between two scenarios: nothing of theirs is running
+    if stop.signum is not None:
+        print(f"chaos: stopped by {stop.name}; {len(specs) - len(rows)} scenarios not run",
+              flush=True)
     print()
     print(table(rows))
     for name, why in not_run.items():
@@ -201,7 +198,39 @@ def main(argv: list[str] | None = None) -> int:
                                     and (not args.quick or protocol in next(s for s in SCENARIOS if s.name == n).quick)}
     for name, why in missing.items():
         print(f"chaos: FAIL: {name} could not run here: {why}")
-    return exit_code(rows, missing)
+    return stop.exit_code or exit_code(rows, missing)
+
+
+def _scenario(spec: Spec, stop: Interrupt, *, protocol: str, backend: str, nodes_n: int, workdir: str,
+              quiet_timeout: float) -> Row:
+    """One scenario's row. A SIGTERM or SIGINT (``stop``) ends it where it is: what it started
+    is stopped (:meth:`Run.finish`, then kill -9 of anything left) and the row says so."""
+    t_setup = time.monotonic()
+    run: Run | None = None
+    try:
+        run = Run(spec.name, workdir, partitions=spec.partitions, protocol=protocol, backend=backend,
+                  brokers=nodes_n if backend == "kafka" else None)
+        stop.hurry = run.kill_all
+        error: BaseException | None = None
+        try:
+            spec.run(run)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported in the row, the suite goes on
+            error = exc
+        try:
+            return run.finish(quiet_timeout, error)
+        except Exception as exc:  # noqa: BLE001 - a bug in judging must not hide the other rows
+            return Row(spec.name, reasons=[f"judging failed: {type(exc).__name__}: {exc}"], protocol=protocol,
+                       broker=backend)
+    except KeyboardInterrupt as exc:  # during the set-up, or the stop of finish itself
+        return Row(spec.name, reasons=[f"stopped by {exc} before its verdict"], protocol=protocol, broker=backend,
+                   elapsed_s=round(time.monotonic() - t_setup, 1))
+    except Exception as exc:  # noqa: BLE001 - a failed set-up fails this row, the suite goes on
+        return Row(spec.name, reasons=[f"set-up failed (broker, topic): {type(exc).__name__}: {exc}"],
+                   protocol=protocol, broker=backend, elapsed_s=round(time.monotonic() - t_setup, 1))
+    finally:
+        if run is not None and stop.signum is not None:
+            run.kill_all()  # a stop cut short leaves nothing behind
+            run.broker.stop()
 
 
 def exit_code(rows: list[Row], missing: dict[str, str]) -> int:

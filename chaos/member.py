@@ -7,19 +7,22 @@ Each micro-batch becomes one file ``DIR/<name>-<incarnation>-<batch>-<uuid>.json
 temporary name, then renamed, so a ``kill -9`` never leaves half a batch): a header line
 ``{"owner", "batch", "t"}`` then one ``[partition, offset, seq]`` line per record. A replayed
 batch gets a new file, so re-reads show up as duplicates. On SIGTERM the query stops cleanly
-(the connector leaves the group); when the query fails, its error goes to
-``DIR/<name>-<incarnation>.error`` and the process exits 3.
+(the connector leaves the group); before the query has started, the process exits at once (143).
+It does the same when the harness that started it is gone.
+When the query fails, its error goes to ``DIR/<name>-<incarnation>.error`` and the process exits 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
 
+from chaos.procs import descendants, follow_parent
 from chaos.sink import write_batch
 
 EXIT_QUERY_FAILED = 3
@@ -91,7 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     owner = f"{args.name}-{args.incarnation}"
     stopping: list[int] = []
-    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
+    started: list[bool] = []
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        """Once the query runs, stop it cleanly (it leaves the group); before, exit at once with
+        the JVM and what it started (nothing joined yet, nothing to leave): Spark's start-up takes
+        a minute on a loaded machine, and a JVM still starting does not yet watch for our exit."""
+        if not started:
+            for pid in descendants(os.getpid()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            raise SystemExit(128 + signum)
+        stopping.append(signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    follow_parent()  # the harness killed -9: stop as on its SIGTERM
 
     from pyspark.sql import SparkSession
 
@@ -125,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         .trigger(processingTime=args.trigger)
         .start()
     )
+    started.append(True)
     print(f"chaos.member {owner}: started", file=sys.stderr, flush=True)
     deadline = time.monotonic() + args.max_seconds
     code = 0

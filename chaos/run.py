@@ -8,9 +8,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 
 from chaos import history as hist
 from chaos.procs import Member, start_member
@@ -93,6 +94,15 @@ class Row:
     history_breaches: int = 0  # every breach of the history checker's rules (chaos/history.py)
     generations: int = 0  # distinct generations (KIP-848: member epochs) in the members' histories
     group_samples: int = 0  # the coordinator's descriptions of the group taken
+    # the history checker's findings, rule by rule (None: a results file from before they were kept)
+    two_owners: int | None = None  # a: one partition planned or described in two members at once
+    fenced_commits: int | None = None  # b: a commit accepted after its generation was fenced
+    reads_unowned: int | None = None  # c: a partition read outside its reader's ownership
+    unplanned: int | None = None  # a Spark batch with no plan in its member's history
+    replayed: int | None = None  # batches replayed from a checkpoint by a later incarnation
+    group_sample_errors: int | None = None  # the coordinator's descriptions asked for and not had
+    offset_samples: int | None = None  # the committed-offset sampler's successful samples
+    offset_sample_errors: int | None = None  # ... and its failed asks
     unacked_absent: int = 0  # records sent, never acknowledged, not in the log (never written)
     failures: int = 0
     reached_end: bool | None = None
@@ -106,6 +116,12 @@ class Row:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> Row:
+        """A row of a results file (fields it lacks keep their defaults; unknown ones are dropped)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})  # type: ignore[arg-type]
 
 
 #: how long a query may take to write its first batches: a set-up wait, not a property of the
@@ -400,9 +416,9 @@ class Run:
         return bool(got is not None and len(marks) == self.partitions
                     and all(got.get(p) == hi for p, (_lo, hi) in marks.items()))
 
-    def _end_production(self) -> None:
+    def _end_production(self, beyond_s: float = 5.0) -> None:
         if self.producer is not None and not self.producer.finished:
-            self.producer.stop_after(5)  # production runs through the fault and 5 s beyond
+            self.producer.stop_after(beyond_s)  # production runs through the fault and 5 s beyond
             self.producer.finish()
             self.event(f"production done: {len(self.producer.delivered)} delivered, "
                        f"{len(self.producer.failed)} failed")
@@ -457,8 +473,9 @@ class Run:
 
     def finish(self, quiet_timeout: float = 120.0, error: BaseException | None = None) -> Row:
         row = Row(self.name, protocol=self.protocol, broker=self.backend)
+        stopped = isinstance(error, KeyboardInterrupt)  # a SIGTERM or SIGINT: stop now, judge what ran
         try:
-            self._end_production()
+            self._end_production(0 if stopped else 5)
             reached = None if error else self.quiet(quiet_timeout)
             if self.outcome.expect_failure is None and error is None:
                 row.reached_end = reached
@@ -468,15 +485,16 @@ class Run:
             for m in self.history:
                 if not m.running() and not m.ended_by_suite:
                     m.unexpected_exit = m.proc.returncode
-            for m in self.members.values():
+            for m in self.history:  # every incarnation: one a scenario left running too
                 if m.running():
                     m.stop()
+                m.sweep()
             for pm in self.plain:
                 pm.close()
             self.sampler.sample()
             final = self.sampler.last.copy()
             self.sampler.close()
-            self.group_sampler.close()
+            self.group_sampler.close(1 if stopped else 15)
             self.broker.stop()
         self._flush_java_members()  # production has ended, the members have left, the broker is down
         row.elapsed_s = round(time.monotonic() - self.t0, 1)
@@ -484,6 +502,18 @@ class Run:
         with open(os.path.join(self.dir, "events.log"), "a") as f:
             f.write(json.dumps(row.to_json()) + "\n")
         return row
+
+    def kill_all(self) -> None:
+        """kill -9 every process of the run still running: its members (and their JVMs and
+        Python workers), its Java consumers. Quick (no waiting): a second SIGTERM or Ctrl-C
+        hurries the stop :meth:`finish` began; the broker's host follows this process when it
+        exits (it watches its parent)."""
+        for m in self.history:
+            m.ended_by_suite = m.ended_by_suite or m.running()
+            m.signal_all(signal.SIGKILL)
+        for pm in self.plain:
+            if isinstance(pm, JavaPlainMember):
+                pm.kill()
 
     def history_of(self, logs: dict[str, str], batches: list[Batch]) -> hist.History:
         """The run's history: the members' logged ownership, plans and commits, the plain
@@ -513,7 +543,9 @@ class Run:
 
     def _verdict(self, row: Row, final: dict[int, int], error: BaseException | None) -> None:
         reasons = row.reasons
-        if error is not None:
+        if isinstance(error, KeyboardInterrupt):  # chaos.procs.Interrupt: SIGTERM or SIGINT
+            reasons.append(f"stopped by {error} before its end (its counts are of what ran until then)")
+        elif error is not None:
             reasons.append(f"scenario could not run: {error}")
         produced = self.producer.delivered if self.producer else {}
         logs = {h.owner: _read(h.log_path) for h in self.history}
@@ -532,6 +564,10 @@ class Run:
         breaches = judged.breaches
         row.order_breaks, row.history_breaches = len(judged.order_breaks), len(breaches)
         row.generations, row.group_samples = judged.generations, len(history.samples)
+        row.two_owners, row.fenced_commits = len(judged.double_plans), len(judged.fenced_commits)
+        row.reads_unowned, row.unplanned, row.replayed = len(judged.reads_unowned), len(judged.unplanned), judged.replayed
+        row.group_sample_errors = self.group_sampler.errors
+        row.offset_samples, row.offset_sample_errors = self.sampler.samples, self.sampler.errors
         if breaches:
             reasons.append(f"{len(breaches)} breaches of the history's rules (chaos/history.py): "
                            + "; ".join(breaches[:4]))

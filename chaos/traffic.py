@@ -5,8 +5,10 @@ its own thread for a bounded time; the plain (non-Spark) group members: librdkaf
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
+import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -369,9 +371,11 @@ class GroupSampler:
             except Exception:  # noqa: BLE001 - closing a client of a stopped broker
                 pass
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 15.0) -> None:
+        """Stop asking; wait up to ``wait_s`` for an ask under way (one to a broker that does not
+        answer runs into kafka-python's timeouts)."""
         self._stop.set()
-        self._thread.join(15)
+        self._thread.join(wait_s)
 
 
 class PlainMember:
@@ -506,6 +510,13 @@ class JavaPlainMember:
                 f.write(json.dumps({k: v for k, v in e.items() if k != "_mono"}) + "\n")
             f.write(f"--- exit {self.exit_code}; stderr tail:\n{self.consumer.stderr_tail(200)}")
         self.consumer.close()
+
+    def kill(self) -> None:
+        """SIGKILL its process group at once (no leave, no wait): the harness is being stopped."""
+        proc = self.consumer.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def flush_to_sink(self, offset_to_seq: Mapping[tuple[int, int], int]) -> int:
         """Write every ``records`` event as one sink batch of (partition, offset, seq) rows; an

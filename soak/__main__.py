@@ -12,7 +12,9 @@ bounded), a table and a plot.
     python -m soak --minutes 15 --judge RUN/soak/samples.csv          # the series rules again
     python -m soak --histograms RUN/soak/histograms     # what each driver JVM's live heap grew by
 
-Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments.
+Exit code 0 when every rule held, 1 when one did not, 2 on bad arguments. SIGTERM or SIGINT
+stops the run (members, producer, Java consumer, brokers; a second signal kills them at once),
+prints the verdict of what ran and exits 143 or 130.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
 from chaos import kafka_faults
+from chaos.procs import Interrupt
 from chaos.report import table
 from chaos.run import Run
 from chaos.traffic import java_missing
@@ -115,18 +117,6 @@ def _print_histogram_growth(folder: str) -> int:
     return 0
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-def _stop_on_signals() -> None:
-    """SIGTERM and SIGINT end the run as Ctrl-C does (producer stopped, members stopped, a verdict
-    of what ran): a soak started in the background (``nohup make soak ... &``) has SIGINT ignored,
-    and a plain SIGTERM left its brokers and Spark members running (2026-12-06)."""
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
@@ -161,12 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         from spark_groupsource.devbroker._kafka import check
 
         label = check().removeprefix("kafka: OK ")
-    _stop_on_signals()
+    stop = Interrupt().install()  # a verdict of what ran, nothing left running
     workdir = args.workdir or tempfile.mkdtemp(prefix="groupkafka-soak-")
     print(f"soak: {args.minutes:g} min, a fault every {args.fault_every:g} min ({', '.join(faults)}), "
           f"{args.rate:g} records/s, {label}, 3 nodes; started {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}",
           flush=True)
     r = Run("soak", workdir, partitions=args.partitions, brokers=3, backend="kafka")
+    stop.hurry = r.kill_all
     csv_path = os.path.join(r.dir, "samples.csv")
     print(f"soak: run directory {r.dir}", flush=True)
     r.member_args = {"max_seconds": args.minutes * 60 + 3600, "progress_dir": r.dir}
@@ -199,7 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(Exception):  # the rounds already written are judged
             sampler.sample_once()
         sampler.close()
-    row = r.finish(args.quiet_timeout, error)
+    try:
+        row = r.finish(args.quiet_timeout, error)
+    except KeyboardInterrupt:  # the first signal came during the stop itself: nothing to judge
+        r.kill_all()
+        r.broker.stop()
+        print(f"soak: stopped by {stop.name} while stopping; no verdict (run directory {r.dir})", flush=True)
+        return stop.exit_code
     verdicts = judge(read_rows(csv_path), warmup_s)
     failed = [v for v in verdicts if v.judged and not v.ok]
     ok = row.ok and row.reached_end is True and not failed
@@ -228,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nsoak: {verdict_word(ok, reasons, unjudged)} ({len(done)} faults: {', '.join(done) or '-'}; "
           f"warm-up {warmup_s / 60:g} min; {sampler.rounds} sample rounds; {row.elapsed_s:.0f} s in all); "
           f"samples {csv_path}")
-    return 0 if ok else 1
+    return stop.exit_code or (0 if ok else 1)
 
 
 if __name__ == "__main__":
