@@ -311,7 +311,8 @@ def consumer_conf(
     ``range`` assignor (the mock aborts when members' first protocols differ: keep them equal).
 
     Extra settings: ``conf={"key.name": value}`` or keywords with ``_`` for ``.``
-    (``enable_auto_commit=True``).
+    (``enable_auto_commit=True``). With ``group_protocol="consumer"`` (KIP-848) the broker owns
+    the session, the heartbeat and the assignor: those three are left out.
     """
     if isinstance(broker, str):
         bootstrap, session_ms, heartbeat_ms = broker, 10000, 1500
@@ -331,6 +332,9 @@ def consumer_conf(
     if conf:
         out.update(conf)
     out.update({(k if k in _UNDERSCORE_KEYS else k.replace("_", ".")): v for k, v in extra.items()})
+    if out.get("group.protocol") == "consumer":
+        for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            out.pop(key)
     return out
 
 
@@ -397,14 +401,15 @@ def group_member(broker: Any, group: str, topic: str | None = None, assignor: An
 
 class PolledConsumer:
     """A librdkafka group member polled from a thread, recording what it owns (eager or
-    cooperative, following its ``partition.assignment.strategy``)."""
+    cooperative, following its ``partition.assignment.strategy``; KIP-848 is incremental)."""
 
     def __init__(self, conf: dict, topic: str):
         import threading
 
         self.owned: set = set()
         self._lock = threading.Lock()
-        coop = conf.get("partition.assignment.strategy") == "cooperative-sticky"
+        coop = (conf.get("partition.assignment.strategy") == "cooperative-sticky"
+                or conf.get("group.protocol") == "consumer")
 
         def key(p):
             from assignment.model import TopicPartition as OurTP

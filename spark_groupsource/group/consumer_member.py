@@ -343,8 +343,10 @@ class ConsumerProtocolMembership:
                     self._leave_if_overdue(consumer)
                     self._recheck_refused(consumer)
                     self._check_join_bound()
-                    self.counters.observe_rebalance(bool(self._book.revoking()) or not self._assigned.is_set(),
-                                                    time.monotonic())
+                    # as the snapshot says: a join whose partitions are still on their way is one
+                    # rebalance until they arrive (not one at the empty join, then one more)
+                    self.counters.observe_rebalance(bool(self._book.revoking()) or not self._assigned.is_set()
+                                                    or self._arriving(self._book.owned()), time.monotonic())
                 except Exception as exc:  # noqa: BLE001 - kept for raise_if_failed
                     if self._closed.is_set():
                         break
@@ -760,16 +762,19 @@ class ConsumerProtocolMembership:
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()
         owned, revoking = self._book.owned(), self._book.revoking()
-        # joined with nothing: an assignment may still be on its way (EMPTY_ASSIGNMENT_GRACE_S),
-        # or be held up by its owner's revocation (the broker's target assignment says so)
-        since, arriving = self._empty_since, False
-        if not owned and since is not None:
-            pending = self._handover.pending(self._member_id)
-            grace = join_grace_s(EMPTY_ASSIGNMENT_GRACE_S, self._handover.assignment_interval_ms)
-            arriving = time.monotonic() - since < grace or bool(pending)
         return Snapshot(generation=self._epoch, member_id=self._member_id, protocol="consumer",
-                        owned=owned, committable=frozenset(owned), rebalancing=bool(revoking) or arriving,
-                        revoking=revoking)
+                        owned=owned, committable=frozenset(owned),
+                        rebalancing=bool(revoking) or self._arriving(owned), revoking=revoking)
+
+    def _arriving(self, owned: Mapping[TopicPartition, int]) -> bool:
+        """Joined with nothing: an assignment may still be on its way (EMPTY_ASSIGNMENT_GRACE_S),
+        or be held up by its owner's revocation (the broker's target assignment says so)."""
+        since = self._empty_since
+        if owned or since is None:
+            return False
+        pending = self._handover.pending(self._member_id)
+        grace = join_grace_s(EMPTY_ASSIGNMENT_GRACE_S, self._handover.assignment_interval_ms)
+        return time.monotonic() - since < grace or bool(pending)
 
     def wait_for_assignment(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

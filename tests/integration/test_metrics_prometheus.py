@@ -42,17 +42,22 @@ def test_the_sample_alert_rules_pass_promtool_and_a_broken_rule_does_not(prometh
     assert refused.returncode != 0 and "GroupKafkaCommitsFenced" in refused.stdout + refused.stderr
 
 
+def query_of(broker, unique_name) -> tuple[str, str, str, int]:
+    """A topic of PARTS partitions holding 80 records (20 per partition), a group, a memory
+    table and a free port for the metrics of one test's query."""
+    topic, group, name = unique_name("topic"), unique_name("g"), table_name(unique_name)
+    broker.create_topic(topic, PARTS)
+    produce(broker.bootstrap, topic, 80, PARTS)
+    return topic, group, name, free_port()
+
+
 def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
         prometheus_present, spark, kafka_broker, unique_name, tmp_path):
     broker = kafka_broker
-    topic, group, name = unique_name("topic"), unique_name("g"), table_name(unique_name)
-    broker.create_topic(topic, PARTS)
-    port = free_port()
-    q = None
-    member = None
+    topic, group, name, port = query_of(broker, unique_name)
+    q = member = None
     with Prometheus([f"127.0.0.1:{port}"], tmp_path / "prom", rule_files=[ALERTS]) as prom:
         sel = f'{{query="qa",group="{group}"}}'
-        produce(broker.bootstrap, topic, 80, PARTS)  # 20 per partition
         # 20 records a trigger, 5 per partition, one trigger every 3 s: the lag steps down
         # 60, 40, 20, 0, each step held about a trigger, and Prometheus scrapes every second
         q = to_memory(stream(spark, broker, topic, group, startingOffsets="earliest", maxOffsetsPerTrigger="20",
@@ -108,6 +113,105 @@ def test_prometheus_sees_lag_rebalances_and_an_outage_on_kafka(
             metrics_plot.draw(series, picture, "test_metrics_prometheus on Kafka 4.3.1: 80 records at 20 a trigger, "
                               "a consumer joins, the broker frozen 4 s")
             assert picture.stat().st_size > 10_000
+        finally:
+            if member is not None:
+                member.close()
+            stop(q)
+
+
+def test_prometheus_sees_a_kip848_members_epoch_assignment_commits_and_outage_on_kafka(
+        prometheus_present, spark, kafka_broker, unique_name, tmp_path):
+    """The same member numbers on the consumer group protocol (``kafka.group.protocol=consumer``):
+    the generation is the member epoch the broker hands out, the broker assigns, the rebalance and
+    commit counts are the member's own, and the coordinator's silence is read from librdkafka's
+    statistics (the broker's session, 10 s on the dev broker, outlasts the freeze)."""
+    broker = kafka_broker
+    topic, group, name, port = query_of(broker, unique_name)
+    q = member = None
+    with Prometheus([f"127.0.0.1:{port}"], tmp_path / "prom") as prom:
+        sel = f'{{query="qc",group="{group}"}}'
+        # what a user writes: the broker owns session, heartbeat and assignor
+        df = spark.readStream.format("groupkafka").options(**{
+            "kafka.bootstrap.servers": broker.bootstrap, "kafka.group.id": group, "subscribe": topic,
+            "kafka.group.protocol": "consumer", "startingOffsets": "earliest", "maxOffsetsPerTrigger": "20",
+            "metrics.port": str(port), "metrics.queryName": "qc"}).load()
+        q = to_memory(df, name, str(tmp_path / "ck"), interval="2 seconds")
+        try:
+            wait_rows(spark, name, 80, timeout=300, query=q)
+            wait_until(lambda: prom.value(f"groupkafka_records_planned_total{sel}") == 80, 60,
+                       interval=0.5, message="Prometheus to see 80 records planned")
+            assert_steps_down(prom.samples(f"groupkafka_pendingRecords{sel}"), [60, 40, 20, 0])
+            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == 60 / PARTS
+            assert prom.value(f"sum(groupkafka_latestOffsets{sel})") == 80, "the ends of what was produced"
+            assert prom.value(f"sum(groupkafka_latestOffsets{sel}) - sum(groupkafka_currentOffsets{sel})") == 0
+            assert prom.value(f"groupkafka_partitions_assigned{sel}") == PARTS
+            (labels, epoch), = prom.query(f"groupkafka_generation{sel}")
+            assert labels["protocol"] == "consumer" and epoch > 0, (labels, epoch)
+            assert prom.value(f"groupkafka_rebalances_total{sel}") == 1, "the first join is the member's first rebalance"
+            commits = prom.value(f"groupkafka_commitsSucceeded_total{sel}")
+            assert commits >= 1 and prom.value(f"groupkafka_commitsFailed_total{sel}") == 0, commits
+            print(f"MEASURED: before the second member: epoch {epoch:.0f}, {commits:.0f} commits")
+
+            # a second KIP-848 member joins: the broker moves half the partitions to it, after
+            # the query's revoke barrier (its batch in flight committed)
+            member = PolledConsumer(consumer_conf(broker, group, group_protocol="consumer"), topic)
+
+            def rebalanced() -> bool:
+                seen = (prom.value(f"groupkafka_partitions_assigned{sel}"), prom.value(f"groupkafka_rebalances_total{sel}"),
+                        len(member.snapshot()))
+                assert seen == (PARTS // 2, 2, PARTS // 2), (seen, metrics.scrape(f"127.0.0.1:{port}"))
+                return True
+
+            wait_until(rebalanced, 120, interval=0.5, message="Prometheus to see the rebalance")
+            # the broker hands the new epoch in its answer to the heartbeat that acknowledges the
+            # revocation, sent once the revoke callback returned: after the partitions' count fell
+            after = wait_until(lambda: (prom.value(f"groupkafka_generation{sel}") or 0) > epoch
+                               and prom.value(f"groupkafka_generation{sel}"), 30, interval=0.5,
+                               message=f"the member epoch to rise past {epoch:.0f}")
+            epochs = [v for v in prom.samples(f"groupkafka_generation{sel}") if v > 0]  # -1: not joined yet
+            assert all(a <= b for a, b in itertools.pairwise(epochs)), ("the member epoch fell", epochs)
+            assert prom.value(f"groupkafka_last_rebalance_seconds{sel}") > 0
+
+            # the lag over the half it kept: 10 more records per partition, the query reads its 20
+            produce(broker.bootstrap, topic, 40, PARTS, start=80)
+            wait_rows(spark, name, 100, timeout=120, query=q)
+
+            def caught_up() -> bool:
+                seen = (prom.value(f"groupkafka_records_planned_total{sel}"), prom.value(f"sum(groupkafka_latestOffsets{sel})"),
+                        prom.value(f"groupkafka_pendingRecords{sel}"), prom.value(f"groupkafka_commitsSucceeded_total{sel}"))
+                assert seen[:3] == (100, 2 * 30, 0) and seen[3] > commits, seen
+                return True
+
+            wait_until(caught_up, 60, interval=0.5, message="Prometheus to see the query caught up on its half")
+            kept = {int(labels["partition"]) for labels, _ in prom.query(f"groupkafka_latestOffsets{sel}")}
+            assert kept.isdisjoint(p.partition for p in member.snapshot()) and len(kept) == PARTS // 2, kept
+
+            # a broker outage, shorter than the session: librdkafka's statistics see the
+            # coordinator silent once a heartbeat (every 0.5 s) waited SILENT_S (1 s) at a
+            # statistics look (every 1 s): at most 2.5 s into the freeze, so a 5 s freeze shows
+            # 2.5 s or more, scraped at most a second before it falls back to 0
+            assert prom.value(f"groupkafka_coordinator_silence_seconds{sel}") == 0
+            began = time.monotonic()
+            broker.kafka.freeze_node(1)
+            try:
+                time.sleep(5)
+            finally:
+                broker.kafka.thaw_node(1)
+                frozen_s = time.monotonic() - began
+            silence = f"max_over_time(groupkafka_coordinator_silence_seconds{sel}[1m])"
+            wait_until(lambda: prom.value(silence) >= 1.5, 30, interval=0.5,
+                       message="Prometheus to see the coordinator's silence")
+            wait_until(lambda: prom.value(f"groupkafka_coordinator_silence_seconds{sel}") == 0, 60, interval=0.5,
+                       message="the coordinator to answer again")
+            # no longer than the freeze, a statistics look after the thaw and some scheduling
+            assert prom.value(silence) <= frozen_s + 3, (prom.value(silence), frozen_s)
+            print(f"MEASURED: after the rebalance: epoch {after:.0f}; coordinator silence scraped during a "
+                  f"{frozen_s:.1f} s freeze:", [round(v, 1) for v in
+                                                 prom.samples(f"groupkafka_coordinator_silence_seconds{sel}", "20s")])
+            assert prom.value(f"groupkafka_commitsFailed_total{sel}") == 0
+            assert prom.value(f"groupkafka_commits_fenced_total{sel}") == 0
+            assert prom.value(f"groupkafka_partitions_assigned{sel}") == PARTS // 2
+            assert q.exception() is None
         finally:
             if member is not None:
                 member.close()
