@@ -106,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with BackfillPlan.resolve(
         options, settle_s=args.settle_seconds, leader_sync_delay_ms=args.leader_sync_delay_ms
     ) as plan:
-        print(f"backfill plan: {plan.describe()}", file=sys.stderr)
+        # the application id finds the executors' logs (a standalone worker's work/<app id>/)
+        print(f"backfill plan: {plan.describe()} app={spark.sparkContext.applicationId}", file=sys.stderr)
         tasks = len(plan_tasks(plan.ranges, plan.opts))
         observed = Observation("groupkafka_backfill")
         df = plan.read(spark).observe(observed, F.count(F.lit(1)).alias("rows"))

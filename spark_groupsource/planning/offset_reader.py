@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
-    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -96,13 +95,14 @@ def reader_for(opts: opt.CommonOptions) -> OffsetReader:
 
 
 class OffsetReader:
-    """Watermarks, timestamp lookups, metadata and a group's committed offsets through a
-    confluent-kafka admin client that never joins a group (reading commits disturbs nobody).
+    """Watermarks, timestamp lookups, metadata and a group's committed offsets through
+    confluent-kafka clients that never join a group (reading commits disturbs nobody).
 
-    Offsets and commits are read with one ``AdminClient`` request per broker, so a broker that
-    is away costs only its own partitions: the ``try_*`` methods return what was answered and
-    name what was not (the stream leaves those partitions out of one micro-batch); the plain
-    methods raise :class:`BrokerError` once the :class:`RetryPolicy` is spent.
+    Offsets are read with one ``AdminClient`` request per broker, so a broker that is away
+    costs only its own partitions: the ``try_*`` methods return what was answered and name
+    what was not (the stream leaves those partitions out of one micro-batch); the plain
+    methods raise :class:`BrokerError` once the :class:`RetryPolicy` is spent. Committed
+    offsets are read by a consumer of the group that never subscribes (see :meth:`_ask_committed`).
     """
 
     def __init__(self, config: Mapping[str, object], timeout_s: float = 30.0, policy: RetryPolicy | None = None,
@@ -114,6 +114,7 @@ class OffsetReader:
         committed = str(self._config.get("isolation.level", "read_uncommitted")) == "read_committed"
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         self._admin: AdminClient | None = None
+        self._group_readers: dict[str, Consumer] = {}  # group -> its OffsetFetch client
         # refused logins and TLS handshakes, from librdkafka's error_cb (it only reconnects)
         self.refusals = RefusalWatch(security, self.bootstrap, "librdkafka")
         self._security = security
@@ -174,10 +175,24 @@ class OffsetReader:
         leader, for the whole 120 s outage bound after a broker's kill -9 while the new leader
         served (Java had the same, KAFKA-9535), and "No leaders found" for 90 s after the whole
         cluster had restarted. A new client starts from fresh metadata."""
-        self._admin = None
+        self.close()
 
     def close(self) -> None:
         self._admin = None
+        readers, self._group_readers = self._group_readers, {}
+        for consumer in readers.values():
+            consumer.close()
+
+    def _group_reader(self, group: str) -> Consumer:
+        """A consumer of ``group`` that never subscribes, so never joins: its OffsetFetch."""
+        consumer = self._group_readers.get(group)
+        if consumer is None:
+            consumer = Consumer({**self._config, "group.id": group, "enable.auto.commit": False,
+                                 # as the admin request: committed offsets whether or not stable
+                                 "isolation.level": "read_uncommitted",
+                                 "error_cb": self._on_client_error})
+            self._group_readers[group] = consumer
+        return consumer
 
     # -- retries ---------------------------------------------------------------------------
     def _with_retries(self, keys: list[T], ask: Callable[[list[T]], tuple[dict, dict[T, str]]],
@@ -377,16 +392,24 @@ class OffsetReader:
 
     # -- committed offsets -----------------------------------------------------------------
     def _ask_committed(self, group: str, partitions: list[TopicPartition]) -> tuple[dict, dict]:
+        """OffsetFetch through a consumer-type client, never the admin client: librdkafka's
+        admin client (2.16) answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE re-queries
+        the coordinator through a consumer group it does not have, a NULL dereference that
+        kills the process (rd_kafka_handle_OffsetFetch; confluentinc/librdkafka#5318). Kafka
+        answers so while a group's coordinator moves or loads, e.g. for a new group on a new
+        cluster under load (a plain backfill's driver died so at its commit, 2026-12-07). The
+        admin client first asks for the group (DescribeGroups): a missing ACL is then said at
+        once, where the consumer would only wait out its timeout on a refused FindCoordinator."""
         timeout = self.policy.request_timeout_ms / 1000.0
-        request = ConsumerGroupTopicPartitions(group, [CkTP(tp.topic, tp.partition) for tp in partitions])
         try:
-            futures = self._admin_client().list_consumer_group_offsets([request], request_timeout=timeout)
-            answer = next(iter(futures.values())).result(timeout=timeout + 5)
+            self._check_group_access(group, timeout)
+            answer = self._group_reader(group).committed(
+                [CkTP(tp.topic, tp.partition) for tp in partitions], timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - KafkaException or a future timeout
             why = f"group coordinator of {group!r}: {_reason(exc)}"
             return {}, {tp: why for tp in partitions}
         found, missing = {}, {}
-        for ck in answer.topic_partitions:
+        for ck in answer:
             tp = TopicPartition(ck.topic, ck.partition)
             if ck.error is not None:
                 missing[tp] = f"group {group!r}: {ck.error}"
@@ -396,6 +419,20 @@ class OffsetReader:
             if tp not in found and tp not in missing:
                 missing[tp] = f"group {group!r}: no answer for {tp}"
         return found, missing
+
+    def _check_group_access(self, group: str, timeout: float) -> None:
+        """Raise the admin client's GROUP_AUTHORIZATION_FAILED for ``group``; anything else
+        (a broker without DescribeGroups, such as librdkafka's mock; the coordinator away) is
+        left to the OffsetFetch that follows."""
+        future = self._admin_client().describe_consumer_groups([group], request_timeout=timeout)[group]
+        try:
+            future.result(timeout=timeout + 5)
+        except KafkaException as exc:
+            if exc.args and isinstance(exc.args[0], KafkaError) \
+                    and exc.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                raise
+        except Exception:  # noqa: BLE001,S110 - a future timeout: the OffsetFetch says what is wrong
+            pass
 
     def try_committed(self, group: str, partitions: Iterable[TopicPartition], retries: int | None = None) -> Partial:
         """The group's committed offsets (None where nothing is committed), read with

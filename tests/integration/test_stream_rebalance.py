@@ -73,7 +73,8 @@ def test_planning_through_an_eager_rebalance(mock_broker, unique_name):
     """Eager: nothing new is planned until the rebalance is over. On the mock only: it holds a
     rebalance's join window open for most of a session, so triggers run inside it; on Kafka an
     eager rebalance of two members that rejoin at once lasts milliseconds (no trigger fits in
-    it), and the planner's unit tests (test_planner_seam.py) cover the rule."""
+    it), and the planner's unit tests cover the rule
+    (tests/unit/planning/test_stream_driver.py::test_eager_plans_nothing_while_rebalancing_then_commits_each_batch)."""
     _planning_through_a_rebalance(mock_broker, unique_name, "range")
 
 
