@@ -674,14 +674,16 @@ class _QueryStays:
 
     def alive(self) -> None:
         q = self.query
-        died = q.exception()  # set before isActive turns False
+        died = q.exception()  # once: it is set before isActive turns False
+        if died is None and q.isActive:
+            return
         if died is not None and _CONNECT_BACK in str(died) and not self.sink.batches and self.starts < _MAX_STARTS:
             with contextlib.suppress(Exception):
                 q.awaitTermination(30)  # raises the query's error once it has terminated
-            print(f"the query died initializing ({_CONNECT_BACK}), started again")
+            print(f"the query died initializing ({_CONNECT_BACK}), started again", flush=True)
             self.query, self.starts = self._start(), self.starts + 1
             return
-        _alive(q)
+        raise _QueryDied(f"the query died: {died}")
 
     def uncommitted(self) -> set[tuple[int, int]]:
         return set()  # the query, which stays, reads no record twice: none is excused
