@@ -34,11 +34,13 @@ from helpers import (
     committed_offsets,
     consume_all,
     group_member,
+    kafka_epoch_bumps,
     kafka_group_departures,
     kafka_rebalance_reasons,
+    own_kafka_or_skip,
     wait_until,
 )
-from javaclient import JavaConsumer, JavaConsumers, require_java_consumer
+from javaclient import JavaConsumer, JavaConsumers, register_kafka_home, require_java_consumer
 from spark_groupsource.group.consumer_member import (
     ConsumerProtocolConfig,
     ConsumerProtocolMembership,
@@ -1072,3 +1074,170 @@ def test_broker_bounce_with_a_query_and_a_java_consumer_in_each_protocol(spark, 
     finally:
         for g in groups.values():
             stop(g["query"])
+
+
+# ----------------------------------------------------------------------------------------------
+# The same bounce on three nodes: one broker at a time, as the Kafka tests run it
+# ----------------------------------------------------------------------------------------------
+NODES = 3
+#: consumer_test.py's session for its broker roll (``session_timeout_sec = 30``): longer than a
+#: node's restart, so that a member the roll cuts off for a while is not removed. The Java
+#: consumer's (classic) and the cluster's (KIP-848: the broker owns it); the query keeps its
+#: default (classic: 45 s)
+ROLL_SESSION_MS = 30_000
+#: a node's restart, its catch-up and each wait of a roll (a loaded machine: a JVM start alone
+#: can take half a minute)
+ROLL_WAIT_S = 180
+
+
+@pytest.fixture
+def cluster3() -> Any:
+    """Three nodes of the main Apache Kafka (RF 3, min.insync.replicas 2), whose Java consumer is
+    the cluster's own."""
+    from spark_groupsource.devbroker import DevBroker
+    from spark_groupsource.devbroker._kafka import find_kafka
+
+    own_kafka_or_skip("needs an embedded 3-node Kafka cluster")
+    b = DevBroker("kafka", brokers=NODES, startup_timeout=300,
+                  broker_config={"group.consumer.session.timeout.ms": str(ROLL_SESSION_MS)}).start()
+    try:
+        register_kafka_home(b.bootstrap, find_kafka().home)
+        require_java_consumer(b.bootstrap)
+        yield b
+    finally:
+        b.stop()
+
+
+def _replication(bootstrap: str, topics: list[str]) -> dict[str, tuple[int, int, list[int]]]:
+    """Partition -> (leader, replicas, ISR) of ``topics`` and ``__consumer_offsets``."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+    except KafkaException as exc:
+        raise AssertionError(f"no metadata: {exc}") from None
+    return {f"{t}-{p}": (m.leader, len(m.replicas), sorted(m.isrs))
+            for t in [*topics, "__consumer_offsets"] for p, m in md.topics[t].partitions.items()}
+
+
+def _in_sync(bootstrap: str, topics: list[str]) -> bool:
+    """Every partition led and its whole replica set in sync (UnderReplicatedPartitions at 0: what
+    a rolling restart waits for before it takes the next node away)."""
+    lagging = {tp: r for tp, r in _replication(bootstrap, topics).items() if r[0] < 0 or len(r[2]) < r[1]}
+    assert not lagging, f"under-replicated: {lagging}"
+    return True
+
+
+def _churn(b: Any, g: _Group) -> tuple[int, list[str]]:
+    """A group's rebalances so far: the Java consumer's callbacks, and the coordinators' account
+    (classic: "Preparing to rebalance"; KIP-848: group epoch bumps and fenced members)."""
+    (j,) = g.live.values()
+    return len(j.history()), (kafka_rebalance_reasons if g.protocol == "classic" else kafka_epoch_bumps)(b, g.group)
+
+
+def _handovers(g: _Group, shares: dict[str, set[int]], callbacks: int, batches: int) -> list[str]:
+    """Partitions that changed hands since the Java consumer's ``callbacks``-th callback and the
+    query's ``batches``-th batch: an assignment of the Java consumer other than its share, a
+    plan of the query outside its share, a partition of the query's share it never planned.
+    The duplicate promise allows one micro-batch per handover; a bounce, whose members all
+    stay in the group, makes none (so the exactly-once tally, ``_Group.finish``, applies)."""
+    out = [f"the Java consumer assigned {sorted(p for _t, p in a.assignment or ())} (generation {a.generation})"
+           for a in g.live["java"].history()[callbacks:]
+           if a.kind == "assigned" and {p for _t, p in a.assignment or ()} != shares["java"]]
+    planned = [(batch_id, set(plan or ())) for batch_id, _, plan in g.stays.sink.plans(g.topic)[batches:]]
+    out += [f"the query planned {sorted(plan)} in batch {batch_id}" for batch_id, plan in planned
+            if not plan <= shares["query"]]
+    never = shares["query"] - set().union(*(plan for _, plan in planned))
+    return out + ([f"the query never planned {sorted(never)}"] if never else [])
+
+
+def _roll(b: Any, groups: dict[str, _Group], node: int, hard: bool) -> str:
+    """One node of a roll: stopped (SIGTERM, controlled shutdown) or killed (SIGKILL, then 500 ms
+    as ConsumerBounceTest's BounceBrokerScheduler), started again; then every partition in sync
+    and each group reading on (consumer_test.py's await_consumed_messages, per partition)."""
+    topics = [g.topic for g in groups.values()]
+    t0 = time.monotonic()
+    if hard:
+        b.kafka.kill_node(node)
+        time.sleep(0.5)
+    else:
+        b.kafka.stop_node(node)
+    down = time.monotonic() - t0
+    b.kafka.start_node(node, timeout=ROLL_WAIT_S)
+    up = time.monotonic() - t0
+    wait_until(lambda: _in_sync(b.bootstrap, topics), ROLL_WAIT_S, interval=0.5,
+               message=f"node {node} back: every partition in sync")
+    synced = time.monotonic() - t0
+    for protocol, g in groups.items():
+        mark = g.feed.ends(g.topic)
+        wait_until(lambda g=g, mark=mark: g.consumed_past(mark), WAIT_S, interval=0.3,
+                   message=f"{protocol}: records written after node {node} came back read")
+    return (f"node {node} {'killed' if hard else 'stopped'} in {down:.1f}s, serving after {up:.1f}s, "
+            f"in sync after {synced:.1f}s, read on after {time.monotonic() - t0:.1f}s")
+
+
+@pytest.mark.extended(why="a 3-node cluster restarted node by node (its start alone took 3-6 min at load 40-90 "
+                           "on 2026-12-07); CI keeps the one-node bounce")
+def test_rolling_broker_bounce_on_three_nodes_with_a_query_and_a_java_consumer(spark, cluster3, unique_name,
+                                                                              tmp_path):
+    """Ports consumer_test.py ``test_broker_rolling_bounce`` and ConsumerBounceTest
+    ``testConsumptionWithBrokerFailures`` as they run: on a cluster (3 nodes, RF 3,
+    min.insync.replicas 2) whose brokers go one at a time, in a loop, while the group consumes and
+    a producer (acks=all) writes throughout. Two groups at once, one per protocol, each a query
+    (default options and a group id) and the cluster's own Java consumer (classic: the system
+    test's 30 s session; KIP-848: the cluster's). First a rolling restart (each node stopped
+    cleanly and started again, the next once every partition is back in sync and the groups read
+    on), then a round of ``kill -9`` (ConsumerBounceTest's failure: kill, 500 ms, restart).
+    Checked per group: the rolling restart causes no rebalance (the Java consumer's callbacks, the
+    coordinators' logs); in neither round does a partition change hands (the Java consumer's
+    assignments, the query's plans), so the duplicate promise (one micro-batch per handover)
+    allows none: every record read exactly once (beyond what a failed Java commit allows),
+    nothing lost; each reader's offsets in order within each of its ownerships of a partition
+    (ConsumerBounceTest's ``assertEquals(consumed, record.offset())``, tests/read_order.py: the
+    Java consumer's polls, the query's batches exactly as planned, each going on where the one
+    before ended); commits at the log end and never moved back (its ``position ==
+    committed``)."""
+    b = cluster3
+    java = JavaConsumers(b.bootstrap, poll_ms=100)
+    groups: dict[str, _Group] = {}
+    try:
+        for protocol in PROTOCOLS:
+            spec = {"session_timeout_ms": ROLL_SESSION_MS} if protocol == "classic" else {}
+            groups[protocol] = _Group(spark, b, java, unique_name, str(tmp_path / f"ck-{protocol}"), protocol,
+                                      {"java": spec})
+        topics = [g.topic for g in groups.values()]
+        assert {r[1] for tp, r in _replication(b.bootstrap, topics).items()} == {NODES}
+        t0 = time.monotonic()
+        # the first query of a session warms Spark up (the bounces above allow WAIT_S * 2; at
+        # load 50-90 the first batch with records took longer, 2026-12-07)
+        shares = {p: g.settle(f"{p}: start", WAIT_S * 4) for p, g in groups.items()}
+        steps = [f"settled in {time.monotonic() - t0:.1f}s {shares}"]
+        before = {p: _churn(b, g) for p, g in groups.items()}
+        first = {p: len(g.stays.sink.batches) for p, g in groups.items()}
+        steps += [_roll(b, groups, node, hard=False) for node in range(1, NODES + 1)]
+        for p, g in groups.items():  # consumer_test.py: "did not cause unexpected group rebalances"
+            (callbacks, said), (callbacks0, said0) = _churn(b, g), before[p]
+            assert callbacks == callbacks0, f"{p}: the Java consumer saw a rebalance: {g.live['java'].history()[callbacks0:]}"
+            assert sorted(said) == sorted(said0), f"{p}: the coordinator rebalanced: {sorted(set(said) - set(said0))}"
+            # a partition whose leader is moving may sit a batch out (its offsets unreadable)
+            moved = _handovers(g, shares[p], callbacks0, first[p])
+            assert not moved, f"{p}: the rolling restart moved partitions: {moved}"
+        rolled = {p: (_churn(b, g), len(g.stays.sink.batches)) for p, g in groups.items()}
+        steps += [_roll(b, groups, node, hard=True) for node in range(1, NODES + 1)]
+        report = {}
+        for p, g in groups.items():
+            (callbacks, said), batches = rolled[p]
+            moved = _handovers(g, shares[p], callbacks, batches)
+            assert not moved, f"{p}: the kills moved partitions: {moved}; callbacks {g.live['java'].history()[callbacks:]}"
+            report[p] = g.finish()
+            breaks = [x for j in g.all_java for x in java_order_breaks(j.name, j.events(), g.topic)]
+            breaks += planned_order_breaks(g.stays.sink.plans(g.topic))
+            assert not breaks, f"{p}: {len(breaks)} reads out of order, e.g. {breaks[:5]}"
+            report[p]["rebalances in the kill round"] = len(_churn(b, g)[1]) - len(said)
+            report[p]["query starts"] = g.stays.starts
+        print(f"3-node broker bounce: {time.monotonic() - t0:.1f}s; " + "; ".join(steps) + f"; {report}")
+    finally:
+        for g in groups.values():
+            g.close()
+        java.close_all()
