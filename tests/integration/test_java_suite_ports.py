@@ -676,12 +676,12 @@ class _QueryStays:
 
     def alive(self) -> None:
         q = self.query
-        died = q.exception()  # once: it is set before isActive turns False
-        if died is None and q.isActive:
+        if q.exception() is None and q.isActive:
             return
+        with contextlib.suppress(Exception):  # error and state are two reads: let it terminate first
+            q.awaitTermination(30)  # raises the query's error once it has terminated
+        died = q.exception()
         if died is not None and _CONNECT_BACK in str(died) and not self.sink.batches and self.starts < _MAX_STARTS:
-            with contextlib.suppress(Exception):
-                q.awaitTermination(30)  # raises the query's error once it has terminated
             print(f"the query died initializing ({_CONNECT_BACK}), started again", flush=True)
             self.query, self.starts = self._start(), self.starts + 1
             return
