@@ -477,15 +477,28 @@ def kafka_group_departures(broker: Any, group: str) -> tuple[int, int]:
 def kafka_rebalance_reasons(broker: Any, group: str) -> list[str]:
     """Why Kafka's coordinator rebalanced ``group``: its "Preparing to rebalance" lines (with the
     reason the broker gives), in order, from the kafka dev broker's server logs."""
-    reasons = []
+    return kafka_group_log(broker, lambda line: "Preparing to rebalance group" in line and f"group {group} " in line)
+
+
+def kafka_epoch_bumps(broker: Any, group: str) -> list[str]:
+    """A KIP-848 group's rebalances as its coordinator logs them: each bump of the group epoch
+    (a member joined, left or changed its subscription) and each member fenced, from the kafka
+    dev broker's server logs (node by node: on a cluster not in time order)."""
+    tag = f"[GroupId {group}] "
+    return kafka_group_log(broker, lambda line: tag in line and ("Bumped group epoch" in line
+                                                                 or "fenced from the group" in line))
+
+
+def kafka_group_log(broker: Any, wanted: Callable[[str], bool]) -> list[str]:
+    """The ``wanted`` lines of every node's server log of a kafka dev broker."""
+    lines = []
     for node in broker.info()["nodes"]:
         try:
             with open(node["log"], errors="replace") as f:
-                reasons += [line.strip() for line in f
-                            if "Preparing to rebalance group" in line and f"group {group} " in line]
+                lines += [line.strip() for line in f if wanted(line)]
         except OSError:
             continue
-    return reasons
+    return lines
 
 
 def run_tree(cmd: list[str], *, timeout: float, **popen: Any) -> subprocess.CompletedProcess:
