@@ -1179,6 +1179,7 @@ def _roll(b: Any, groups: dict[str, _Group], node: int, hard: bool) -> str:
 
 @pytest.mark.extended(why="a 3-node cluster restarted node by node (its start alone took 3-6 min at load 40-90 "
                            "on 2026-12-07); CI keeps the one-node bounce")
+@pytest.mark.timeout(2400)  # the cluster's start (up to 300 s), six node restarts each waited for in sync
 def test_rolling_broker_bounce_on_three_nodes_with_a_query_and_a_java_consumer(spark, cluster3, unique_name,
                                                                               tmp_path):
     """Ports consumer_test.py ``test_broker_rolling_bounce`` and ConsumerBounceTest
