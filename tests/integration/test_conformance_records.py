@@ -31,6 +31,7 @@ from conformance.kafka_ops import (
     send,
     send_in_transaction,
     transactional_producer,
+    wait_end_offset,
 )
 
 pytestmark = [SKIP_WITHOUT_SPARK_SOURCE, pytest.mark.kafka39, SPARK_OPTIONS_EXTENDED]  # also on Kafka 3.9.1 (make test-compat)
@@ -164,6 +165,7 @@ def test_batch_read_committed(spark, kafka_broker, unique_name):
         p.commit_transaction(30)
         send_in_transaction(p, topic, [str(i) for i in range(6, 11)], commit=False)
         send_in_transaction(p, topic, [str(i) for i in range(11, 16)], commit=True)
+    wait_end_offset(bs, topic, 0, 18)  # the last commit marker, written after the commit returns
     got = read("read_committed")
     assert values(got["kafka"]) == sorted(str(i) for i in [*range(1, 6), *range(11, 16)])
     assert_same(got, "read_committed")

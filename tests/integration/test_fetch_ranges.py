@@ -31,7 +31,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from helpers import produce_keyed
+from helpers import produce_keyed, wait_until
 from spark_groupsource.config import fetcher_config, parse_stream_options
 from spark_groupsource.errors import DataLossError
 from spark_groupsource.executor import prefetch
@@ -104,6 +104,7 @@ def rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
 
 
 def high_watermark(broker: Any, topic: str, partition: int = 0) -> tuple[int, int]:
+    """(low, high) as a read_committed consumer sees them: ``high`` is the last stable offset."""
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "wm", "log_level": 3})
     try:
         return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
@@ -378,6 +379,10 @@ def _transactional_log(broker: Any, topic: str) -> None:
     for i in range(2):
         p.produce(topic, value=b"d%d" % i, partition=0)
     p.commit_transaction(30)
+    # commit_transaction returns once the coordinator logged PREPARE_COMMIT; it writes the
+    # marker at offset 10 afterwards, and until then the last stable offset stays at 8.
+    wait_until(lambda: high_watermark(broker, topic) == (0, 11), timeout=30,
+               message=f"the commit marker of {topic}-0")
 
 
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
