@@ -117,13 +117,14 @@ def main() -> int:
 
 
 def _committed(bootstrap: str, group: str) -> dict[str, int]:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
+    """Through the groups command's reader (a consumer that never joins), not librdkafka's admin
+    client, which can crash on NOT_COORDINATOR (confluentinc/librdkafka#5318)."""
+    from confluent_kafka import TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, p) for p in range(4)])
-    answer = admin.list_consumer_group_offsets([request])[group].result(30)
-    return {str(tp.partition): tp.offset for tp in answer.topic_partitions}
+    from spark_groupsource.groups import committed_offsets
+
+    found = committed_offsets(group, [TopicPartition(TOPIC, p) for p in range(4)], 30, {"bootstrap.servers": bootstrap})
+    return {str(p): off for (_, p), off in found.items()}
 
 
 if __name__ == "__main__":

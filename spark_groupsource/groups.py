@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from spark_groupsource.errors import BrokerError, GroupKafkaError, OptionError
 
-__all__ = ["GroupReport", "Member", "PartitionRow", "describe_group", "format_report", "main"]
+__all__ = ["GroupReport", "Member", "PartitionRow", "committed_offsets", "describe_group", "format_report", "main"]
 
 NO_OFFSET = "-"
 
@@ -140,11 +140,14 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
                    config: dict[str, str] | None = None) -> GroupReport:
     """Ask the brokers (bounded by ``timeout_s`` per request) and build a :class:`GroupReport`.
 
-    Committed offsets come from OffsetFetch for the whole group; brokers that do not answer
-    that form (librdkafka's mock) are asked for every partition of ``topics``, or of every
-    topic when none is given.
+    Committed offsets come from an OffsetFetch for every partition of ``topics`` (every topic
+    when none is given), sent by a consumer of the group that never subscribes, so never
+    joins. Not the admin client's: librdkafka 2.16's kills the process when the coordinator
+    answers NOT_COORDINATOR, as it does while a coordinator moves (confluentinc/librdkafka#5318;
+    planning/offset_reader.py). DescribeGroups comes first, so a missing group ACL is said at
+    once rather than after the consumer's timeout.
     """
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from spark_groupsource.config.access import RefusalWatch, authorization_error
@@ -173,26 +176,6 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
         raise BrokerError(f"topic(s) not found: {', '.join(missing)}")
     all_tps = [TopicPartition(t, p) for t in wanted for p in sorted(meta.topics[t].partitions)]
 
-    def fetch(tps: list | None) -> dict[tuple[str, int], int]:
-        request = [ConsumerGroupTopicPartitions(group, tps)]
-        result = admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[group]
-        try:
-            answer = result.result(timeout=timeout_s + 1)
-        except KafkaException as exc:
-            if "GROUP_AUTHORIZATION_FAILED" in str(exc):
-                raise authorization_error(security, "Group", group, "DESCRIBE (OffsetFetch)", bootstrap,
-                                          str(exc)) from None
-            raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
-        except TimeoutError as exc:
-            raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc!r}") from None
-        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or () if tp.offset >= 0}
-
-    committed = fetch(None)
-    if not committed and all_tps:
-        committed = fetch(all_tps)
-    if topics:
-        committed = {k: v for k, v in committed.items() if k[0] in topics}
-
     state = protocol = describe_error = group_type = None
     members: tuple[Member, ...] | None = None
     try:
@@ -208,9 +191,13 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
                    tuple(sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or ()))))
             for m in d.members)
     except KafkaException as exc:
+        if "GROUP_AUTHORIZATION_FAILED" in str(exc):
+            raise authorization_error(security, "Group", group, "DESCRIBE", bootstrap, str(exc)) from None
         describe_error = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
     except TimeoutError:
         describe_error = f"no answer within {timeout_s:g}s"
+
+    committed = committed_offsets(group, all_tps, timeout_s, {**client_config(config or {}), "bootstrap.servers": bootstrap})
 
     owner = {tp: m for m in members or () for tp in m.assignment}
     keys = set(committed) | {tp for tp in owner if not topics or tp[0] in topics}
@@ -228,6 +215,24 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     rows = tuple(PartitionRow(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
                  for t, p in sorted(keys))
     return GroupReport(group, rows, state, protocol, members, describe_error, group_type)
+
+
+def committed_offsets(group: str, tps: list, timeout_s: float, config: dict[str, str]) -> dict[tuple[str, int], int]:
+    """The group's committed offsets of ``tps`` (those with one), read by a consumer of the
+    group that never subscribes."""
+    from confluent_kafka import Consumer, KafkaException
+
+    if not tps:
+        return {}
+    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "log_level": 3,
+                         "isolation.level": "read_uncommitted"})  # committed offsets, stable or not
+    try:
+        answer = consumer.committed(tps, timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc}") from None
+    finally:
+        consumer.close()
+    return {(tp.topic, tp.partition): tp.offset for tp in answer if tp.error is None and tp.offset >= 0}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
