@@ -386,3 +386,35 @@ def test_scram_reauthentication_then_a_rotated_password(spark, secure, unique_na
     for word in ("AuthenticationError", f"SCRAM-SHA-512 authentication of user '{USER}' failed"):
         assert word in text, text[-3000:]
     assert PASSWORDS[USER] not in text and "rotated-Pw-5150" not in text
+
+
+def test_the_groups_command_without_the_group_acl_fails_at_once(secure, unique_name):
+    """``python -m spark_groupsource.groups`` as a principal that may read the topic but not
+    describe the group: exit 1 within seconds naming principal, group and operation (its
+    OffsetFetch goes through a consumer, which would wait out its timeout on the refused
+    FindCoordinator); once the group's ACL is granted it reads the offsets."""
+    import subprocess
+    import sys
+
+    topic, group = unique_name("aclgc"), unique_name("g")
+    secure.create_topic(topic, 1)
+    secure.grant(PRINCIPAL, "TOPIC", topic, "READ", "DESCRIBE")
+    opts = _options(secure, group, topic, "classic")
+    args = [sys.executable, "-m", "spark_groupsource.groups", "--bootstrap", opts["kafka.bootstrap.servers"],
+            "--group", group, "--topic", topic, "--timeout", "30"]
+    for key in ("kafka.security.protocol", "kafka.sasl.mechanism", "kafka.sasl.jaas.config"):
+        args += ["-X", f"{key.removeprefix('kafka.')}={opts[key]}"]
+
+    began = time.monotonic()
+    refused = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - began
+    assert refused.returncode == 1, (refused.returncode, refused.stdout[-2000:], refused.stderr[-2000:])
+    assert took < 25, f"the refusal took {took:.1f}s (the consumer's 30 s timeout is what it must not wait for)"
+    for word in ("GROUP_AUTHORIZATION_FAILED", PRINCIPAL, f"Group '{group}'", "DESCRIBE"):
+        assert word in refused.stderr, f"{word!r} missing from the error: {refused.stderr[-3000:]}"
+
+    secure.grant(PRINCIPAL, "GROUP", group, "DESCRIBE")
+    read = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert f"Group {group!r} has no committed offsets." in read.stdout or topic in read.stdout, read.stdout
+    assert PASSWORDS[USER] not in read.stdout + read.stderr + refused.stdout + refused.stderr
