@@ -9,6 +9,7 @@ import pytest
 from chaos.crowd import FIFTY, LEAN, Crowd, crowd_from_env, first_settled, unsettled
 from chaos.run import plain_kind
 from chaos.scenarios import SCENARIOS
+from chaos.traffic import described_partitions
 
 FOUR = {"a": (0, 1), "b": (2,), "r0": (3,)}
 
@@ -68,3 +69,19 @@ def test_the_crowded_group_runs_by_name_on_kafka_with_the_chosen_crowds_partitio
     spec = next(s for s in SCENARIOS if s.name == "crowded_group")
     assert spec.named_only and spec.backends == ("kafka",) and spec.protocols == ("classic",)
     assert spec.partitions == LEAN.partitions  # the tests run without GROUPKAFKA_CROWDED_FULL
+
+
+def test_the_group_sampler_reads_a_members_partitions_in_each_form_kafka_python_gives() -> None:
+    """kafka-python 3's describe_groups hands the assignment as the decoded object's to_dict();
+    read as an object only, every member seemed to own nothing (the settling never came)."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+    raw = ConsumerProtocolAssignment(version=0, assigned_partitions=[("t", [3, 1]), ("u", [0])],
+                                     user_data=b"").encode()
+    decoded = ConsumerProtocolAssignment.decode(raw)
+    assert described_partitions(decoded, "t") == [1, 3]
+    assert described_partitions(decoded.to_dict(), "t") == [1, 3]
+    assert described_partitions(decoded.to_dict(), "u") == [0]
+    assert described_partitions("", "t") == [] and described_partitions(None, "t") == []
+    with pytest.raises(ValueError, match="did not decode"):
+        described_partitions("\\x00\\x01garbage", "t")
