@@ -60,6 +60,21 @@ def kafka_broker_config(protocol: str) -> dict[str, str]:
             "group.consumer.heartbeat.interval.ms": "1000"}
 
 
+#: the kinds of plain (non-Spark) group member: the Java reference consumer, a librdkafka one
+PLAIN_KINDS = ("java", "librdkafka")
+
+
+def plain_kind(backend: str, kind: str | None = None) -> str:
+    """The kind of plain member a run starts: ``kind``, else Java on Kafka and librdkafka on the
+    mock. The Java client is run against Kafka only (not against librdkafka's mock)."""
+    chosen = kind or ("java" if backend == "kafka" else "librdkafka")
+    if chosen not in PLAIN_KINDS:
+        raise ValueError(f"a plain member is one of {PLAIN_KINDS}, not {kind!r}")
+    if chosen == "java" and backend != "kafka":
+        raise ValueError(f"Java plain members run on Kafka only, not on the {backend} broker")
+    return chosen
+
+
 #: scenario name -> what runs before its Kafka cluster starts, returning more broker settings
 #: (chaos/netfaults.py: the fault proxies' ports, the cluster's PROXIED listener advertises them)
 BEFORE_BROKER: dict[str, Callable[[Run], dict[str, str]]] = {}
@@ -324,29 +339,31 @@ class Run:
             os.remove(flag)
         self.event(f"{'paused' if paused else 'resumed'} {m.owner}'s sink")
 
-    def plain_member(self, name: str, assignor: str | None = None) -> PlainMember | JavaPlainMember:
-        """A plain (non-Spark) consumer in the group: on Kafka the Java reference consumer
-        (``java-consumer.sh``), on the mock a librdkafka one (the Java client is not run against
-        librdkafka's mock). Classic: a 6 s session, 1 s heartbeat and ``assignor`` (the
+    def plain_member(self, name: str, assignor: str | None = None,
+                     kind: str | None = None) -> PlainMember | JavaPlainMember:
+        """A plain (non-Spark) consumer in the group: by default on Kafka the Java reference
+        consumer (``java-consumer.sh``), on the mock a librdkafka one (the Java client is not run
+        against librdkafka's mock); ``kind`` (:func:`plain_kind`) asks for a librdkafka one on
+        Kafka too, a thread of the harness where a crowd of JVMs would not fit the machine.
+        Classic: a 6 s session, 1 s heartbeat and ``assignor`` (the
         ``partition.assignment.strategy``); ``--protocol consumer``: ``group.protocol=consumer``
         and no session, heartbeat or assignor (the broker owns them; ``assignor`` is ignored)."""
         consumer = self.protocol == "consumer"
-        if self.backend == "kafka":
+        label = "Java" if plain_kind(self.backend, kind) == "java" else "librdkafka"
+        if label == "Java":
             java = ({"group_protocol": "consumer"} if consumer
                     else {"session_timeout_ms": int(SESSION_S * 1000), "heartbeat_interval_ms": 1000,
                           "assignment_strategy": assignor})
             pm: PlainMember | JavaPlainMember = JavaPlainMember(
                 name, self.broker.bootstrap, self.topic, self.group, self.out, log_dir=self.dir, **java)
-            kind = "Java"
         else:
             conf = ({"group.protocol": "consumer"} if consumer
                     else {"session.timeout.ms": int(SESSION_S * 1000), "heartbeat.interval.ms": 1000})
             if assignor and not consumer:
                 conf["partition.assignment.strategy"] = assignor
             pm = PlainMember(name, self.broker.bootstrap, self.topic, self.group, self.out, conf)
-            kind = "librdkafka"
         self.plain.append(pm)
-        self.event(f"plain {kind} consumer {name} joined")
+        self.event(f"plain {label} consumer {name} joined")
         return pm
 
     def _flush_java_members(self) -> None:

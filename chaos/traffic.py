@@ -355,11 +355,8 @@ class GroupSampler:
                 if admin is None:
                     admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
                 desc = admin.describe_groups([self.group])[self.group]
-                members = {}
-                for m in desc.get("members") or []:
-                    a = m.get("member_assignment")
-                    parts = a.partitions() if hasattr(a, "partitions") else []
-                    members[m.get("member_id")] = sorted(tp.partition for tp in parts if tp.topic == self.topic)
+                members = {m.get("member_id"): described_partitions(m.get("member_assignment"), self.topic)
+                           for m in desc.get("members") or []}
                 self.samples.append((time.monotonic(), str(desc.get("group_state")), members))
             except Exception as exc:  # noqa: BLE001 - counted and said; asked again
                 self.errors += 1
@@ -376,6 +373,23 @@ class GroupSampler:
         answer runs into kafka-python's timeouts)."""
         self._stop.set()
         self._thread.join(wait_s)
+
+
+def described_partitions(assignment: object, topic: str) -> list[int]:
+    """The partitions of ``topic`` in one member's assignment as kafka-python's describe_groups
+    gives it: a decoded ConsumerProtocolAssignment (``partitions()``), or, from kafka-python 3,
+    its ``to_dict()``: ``{"assigned_partitions": [{"topic", "partitions"}], ...}``. An empty
+    assignment (a member given nothing) has none; any other form raises ValueError, so the
+    sample counts as a failed ask instead of a member seen owning nothing (which hid every
+    partition from the checker's rule a and from the settling of chaos/crowd.py)."""
+    if assignment in (None, "", b""):
+        return []
+    if hasattr(assignment, "partitions"):
+        return sorted(tp.partition for tp in assignment.partitions() if tp.topic == topic)
+    if isinstance(assignment, Mapping) and isinstance(assignment.get("assigned_partitions"), list):
+        return sorted(int(p) for tp in assignment["assigned_partitions"] if tp.get("topic") == topic
+                      for p in tp.get("partitions") or ())
+    raise ValueError(f"a member assignment kafka-python did not decode: {str(assignment)[:80]!r}")
 
 
 class PlainMember:

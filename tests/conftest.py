@@ -292,9 +292,9 @@ SPARK_GROUP = "spark"
 #: (about a quarter of the Spark tests' time, self-contained). Each worker has its own session.
 SECOND_SPARK_GROUP = "spark-2"
 SECOND_SPARK_MODULES = ("tests/integration/test_conformance_", "tests/integration/test_registry_",
-                        # the Java client's ports and the crowded group (~15 minutes together):
-                        # the first group alone held CI's critical path
-                        "tests/integration/test_java_suite_ports.py", "tests/integration/test_crowded_group.py")
+                        # the Java client's ports: the first group alone held CI's critical path
+                        # (the crowded group, once here, runs as a chaos scenario in its own processes)
+                        "tests/integration/test_java_suite_ports.py",)
 
 
 def _xdist_group(item: pytest.Item, names: set[str]) -> str:

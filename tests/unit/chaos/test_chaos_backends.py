@@ -25,7 +25,7 @@ def names(protocol: str, backend: str, kafka_nodes: int = 1) -> set[str]:
 
 def test_fault_injection_scenarios_run_on_the_mock_only_and_say_why_on_kafka() -> None:
     injected = {"broker_outage", "coordinator_moved", "commit_errors"}
-    java_only = {"classic": {"eager_plain_churn"}, "consumer": set()}  # Java plain members: Kafka only
+    java_only = {"classic": {"eager_plain_churn", "crowded_group"}, "consumer": set()}  # Java plain members: Kafka only
     cluster = {"broker_crash", "coordinator_crash", "rolling_restart", "broker_frozen", "cluster_down",
                "cluster_down_long"}
     # Kafka only, no cluster fault: CreatePartitions (no mock handler), max.poll.interval (measured on Kafka)
