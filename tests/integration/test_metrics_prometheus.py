@@ -140,8 +140,11 @@ def test_prometheus_sees_a_kip848_members_epoch_assignment_commits_and_outage_on
             wait_rows(spark, name, 80, timeout=300, query=q)
             wait_until(lambda: prom.value(f"groupkafka_records_planned_total{sel}") == 80, 60,
                        interval=0.5, message="Prometheus to see 80 records planned")
-            assert_steps_down(prom.samples(f"groupkafka_pendingRecords{sel}"), [60, 40, 20, 0])
-            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == 60 / PARTS
+            pending = prom.samples(f"groupkafka_pendingRecords{sel}")
+            assert_steps_down(pending, [60, 40, 20, 0])
+            # one scrape takes both gauges: the most behind partition holds a quarter of the lag
+            # seen (the first step may go unscraped: CI, 2026-12-07, saw 40 at the top)
+            assert max(prom.samples(f"groupkafka_maxOffsetsBehindLatest{sel}")) == max(pending) / PARTS
             assert prom.value(f"sum(groupkafka_latestOffsets{sel})") == 80, "the ends of what was produced"
             assert prom.value(f"sum(groupkafka_latestOffsets{sel}) - sum(groupkafka_currentOffsets{sel})") == 0
             assert prom.value(f"groupkafka_partitions_assigned{sel}") == PARTS
