@@ -21,13 +21,14 @@ not being revoked keep flowing (the protocol is incremental).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +58,13 @@ from spark_groupsource.group.seam import (
     Snapshot,
     raise_failure,
 )
-from spark_groupsource.group.touch import CoordinatorTouch, LibrdkafkaCoordinator, parse_stats
+from spark_groupsource.group.touch import (
+    LOST_TOUCH_S,
+    CoordinatorTouch,
+    LibrdkafkaCoordinator,
+    parse_stats,
+    silence_s,
+)
 
 log = logging.getLogger("spark_groupsource.consumer_member")
 
@@ -242,6 +249,7 @@ class ConsumerProtocolMembership:
         # the coordinator unreachable said once, and its return, from librdkafka's statistics
         # (as the classic member: spark_groupsource/group/touch.py); the session is the broker's
         self._touch = CoordinatorTouch(config.group_id)
+        self._waiting_since: float | None = None  # a synchronous coordinator request in flight
         self._coordinator_view = LibrdkafkaCoordinator()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -703,7 +711,8 @@ class ConsumerProtocolMembership:
         assert consumer is not None
         request = [CkTP(tp.topic, tp.partition, off) for tp, off in sorted(offsets.items())]
         try:
-            answer = consumer.commit(offsets=request, asynchronous=False)
+            with self._waiting_on_coordinator("an offset commit"):
+                answer = consumer.commit(offsets=request, asynchronous=False)
         except KafkaException as exc:
             err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             code = err.code() if err is not None else KafkaError._FAIL
@@ -713,6 +722,20 @@ class ConsumerProtocolMembership:
             if tp.error is not None:
                 out[_ours(tp)] = tp.error.code()
         return out
+
+    @contextlib.contextmanager
+    def _waiting_on_coordinator(self, what: str) -> Iterator[None]:
+        """A synchronous request to the coordinator on the member's thread: the statistics wait
+        until it returns, so its own wait is the silence the metrics read meanwhile."""
+        self._waiting_since = began = time.monotonic()
+        try:
+            yield
+        finally:
+            self._waiting_since = None
+            waited = time.monotonic() - began
+            if waited >= LOST_TOUCH_S:
+                log.warning("group %s: the group coordinator took %.1fs to answer %s", self.config.group_id,
+                            waited, what)
 
     def flush_pending(self) -> CommitResult | None:
         if not self._book.has_pending():
@@ -730,7 +753,8 @@ class ConsumerProtocolMembership:
 
         def fetch() -> list[CkTP]:
             assert self._consumer is not None
-            return self._consumer.committed(parts, timeout=bound_s)
+            with self._waiting_on_coordinator("an offset fetch"):
+                return self._consumer.committed(parts, timeout=bound_s)
 
         try:
             found = self._call(fetch, "reading the group's committed offsets")
@@ -754,10 +778,12 @@ class ConsumerProtocolMembership:
 
     def coordinator_silence_s(self) -> float | None:
         """Seconds the coordinator's connection has been seen down in librdkafka's statistics
-        (every ``statistics.interval.ms``); 0 while it is up, None before the first assignment."""
+        (every ``statistics.interval.ms``), or a commit or offset fetch has waited on it
+        (:func:`silence_s`); 0 while it is up, None before the first assignment."""
         if self._assigned_at is None:
             return None
-        return self._touch.lost_for_s or 0.0
+        since = self._waiting_since
+        return silence_s(self._touch.lost_for_s, None if since is None else time.monotonic() - since)
 
     def snapshot(self) -> Snapshot:
         self.raise_if_failed()

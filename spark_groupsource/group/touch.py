@@ -73,6 +73,17 @@ class CoordinatorTouch:
 SILENT_S = 1.0
 
 
+def silence_s(lost_for_s: float | None, waited_s: float | None) -> float:
+    """The coordinator's silence as the member reports it: what its statistics saw, or longer, a
+    request the member's thread has waited on unanswered for ``SILENT_S`` or more. While that
+    thread waits in a synchronous call it serves no statistics event: a commit sent to a frozen
+    coordinator hid the whole freeze, the queued events then read all at once after it."""
+    lost = lost_for_s or 0.0
+    if waited_s is not None and waited_s >= SILENT_S:
+        return max(lost, waited_s)
+    return lost
+
+
 _JSON = json.JSONDecoder()
 
 

@@ -195,6 +195,41 @@ def test_handover_waits_for_the_inflight_batch_and_loses_nothing(k848, unique_na
         m.close()
 
 
+def test_a_commit_waiting_on_a_frozen_coordinator_reads_as_its_silence(kafka_broker, unique_name):
+    """While the member's thread waits in a synchronous commit it serves no statistics event, so
+    the commit's own wait is the coordinator's silence: a commit in flight when Kafka froze hid
+    the whole 5 s freeze from the metrics (CI, 2026-12-07). Without the commit's wait counted,
+    the silence reads 0 here until the thaw."""
+    topic, group = unique_name("topic"), unique_name("group")
+    kafka_broker.create_topic(topic, 2)
+    produce_keyed(kafka_broker.bootstrap, topic, 20, partitions=2)
+    m = member(kafka_broker, group, topic)
+    m.start()
+    results: list[Any] = []
+    committer = None
+    try:
+        wait_until(lambda: len(m.snapshot().owned) == 2, 30, message="member owns both partitions")
+        owned = m.snapshot().owned
+        assert m.batch_planned(owned) and m.coordinator_silence_s() == 0
+        kafka_broker.kafka.freeze_node(1)
+        try:
+            committer = threading.Thread(target=lambda: results.append(m.commit({tp: 10 for tp in owned}, owned)))
+            committer.start()
+            wait_until(lambda: (m.coordinator_silence_s() or 0) >= 2, 8, interval=0.1,
+                       message="the commit's wait to read as silence")
+            assert committer.is_alive(), "the commit returned while the coordinator was frozen"
+        finally:
+            kafka_broker.kafka.thaw_node(1)
+        committer.join(60)
+        assert results and results[0].committed == frozenset(owned), results
+        wait_until(lambda: m.coordinator_silence_s() == 0, 15, interval=0.2, message="the silence to end")
+        assert committed_offsets(kafka_broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+    finally:
+        if committer is not None:
+            committer.join(60)
+        m.close()
+
+
 def test_a_batch_that_never_completes_holds_the_handover_only_for_the_drain_bound(k848, unique_name):
     """The barrier is bounded: a batch that never completes holds the revoked partitions for the
     drain timeout, then they move uncommitted (the next owner re-reads: at-least-once), counted."""

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spark_groupsource.group.touch import LibrdkafkaCoordinator, parse_stats
+from spark_groupsource.group.touch import SILENT_S, LibrdkafkaCoordinator, parse_stats, silence_s
 
 
 def _stats(state="UP", cgrp="up", waitresp=0, rxidle=30_000, rx=10, timeouts=0, nodename="127.0.0.1:35995"):
@@ -119,3 +119,10 @@ def test_parse_stats_of_another_layout_is_the_whole_json():
     assert parse_stats('{"name": "x"}') == {"brokers": {}}
     with pytest.raises(ValueError):
         parse_stats('{"cgrp": {')
+
+
+def test_a_request_waited_on_past_the_silent_bound_is_silence_even_when_the_statistics_saw_none():
+    assert silence_s(None, None) == 0.0 and silence_s(None, SILENT_S / 2) == 0.0  # a commit in the usual time
+    assert silence_s(None, 3.5) == 3.5  # the member's thread waits in a commit: no statistics served
+    assert silence_s(4.0, 3.5) == 4.0 and silence_s(2.0, None) == 2.0  # the statistics saw longer
+    assert silence_s(0.0, SILENT_S) == SILENT_S
