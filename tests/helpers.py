@@ -279,6 +279,29 @@ def committed_offsets(
     return out
 
 
+def recreate_topic(broker: Any, topic: str, partitions: int, timeout: float = 60.0) -> None:
+    """Delete ``topic`` on the embedded ``broker`` (every record and committed offset gone with
+    it) and create it again, empty, with ``partitions``: a topic's real loss, on the session's
+    broker (no broker of the test's own to restart). On Apache Kafka and Tansu through the admin
+    API, waiting until metadata no longer lists it; on the mock through its own call."""
+    if broker.backend == "mock":
+        broker.mock.delete_topic(topic)
+    else:
+        from confluent_kafka.admin import AdminClient
+
+        # auto-creation off: the broker auto-creates a topic a producer-type handle asks about
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "allow.auto.create.topics": False,
+                             "log_level": 3})
+        admin.delete_topics([topic])[topic].result(timeout)
+
+        def gone() -> bool:
+            return topic not in admin.list_topics(timeout=10).topics
+
+        wait_until(gone, timeout, interval=0.3, message=f"topic {topic} deleted")
+    broker.topics.pop(topic, None)
+    assert broker.create_topic(topic, partitions), f"topic {topic} existed again before it was re-created"
+
+
 def wait_until(
     predicate: Callable[[], T],
     timeout: float = 10.0,
