@@ -217,40 +217,26 @@ def describe_group(bootstrap: str, group: str, *, topics: Sequence[str] = (), ti
     return GroupReport(group, rows, state, protocol, members, describe_error, group_type)
 
 
-#: what a coordinator answers while it moves or loads the group: asked again within the timeout
-_COORDINATOR_BUSY = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
+def committed_offsets(group: str, tps: Iterable, timeout_s: float, config: dict[str, str]) -> dict[tuple[str, int], int]:
+    """The group's committed offsets of ``tps`` (``topic``, ``partition`` pairs; those with an
+    offset), read as the query's planner reads them (planning/offset_reader.py: a consumer of
+    the group that never subscribes, DescribeGroups first). Each ask is bounded by
+    ``timeout_s``; what a moving or loading coordinator did not answer (NOT_COORDINATOR right
+    after an ACL change or a broker start) is asked again three times, a second apart."""
+    from assignment.model import TopicPartition
+    from spark_groupsource.config.security import parse_security
+    from spark_groupsource.planning.offset_reader import OffsetReader, RetryPolicy
 
-
-def committed_offsets(group: str, tps: list, timeout_s: float, config: dict[str, str]) -> dict[tuple[str, int], int]:
-    """The group's committed offsets of ``tps`` (those with one), read by a consumer of the
-    group that never subscribes. A coordinator that is moving or loading (NOT_COORDINATOR right
-    after an ACL change or a broker start) is asked again until ``timeout_s`` has passed."""
-    from confluent_kafka import Consumer, KafkaException
-
-    if not tps:
+    wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+    if not wanted:
         return {}
-    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": False, "log_level": 3,
-                         "isolation.level": "read_uncommitted"})  # committed offsets, stable or not
-    deadline = time.monotonic() + timeout_s
+    security = parse_security({k.strip().lower(): v for k, v in config.items()})
+    reader = OffsetReader(config, policy=RetryPolicy(request_timeout_ms=int(timeout_s * 1000)), security=security)
     try:
-        while True:
-            try:
-                answer = consumer.committed(tps, timeout=max(0.5, deadline - time.monotonic()))
-                busy = [tp for tp in answer if tp.error is not None and tp.error.name() in _COORDINATOR_BUSY]
-                if not busy:
-                    break
-                why = str(busy[0].error)
-            except KafkaException as exc:
-                why = str(exc)
-                if not any(code in why for code in _COORDINATOR_BUSY):
-                    raise BrokerError(f"cannot fetch the committed offsets of group {group!r}: {exc}") from None
-            if time.monotonic() >= deadline:
-                raise BrokerError(f"cannot fetch the committed offsets of group {group!r} within {timeout_s:g}s: "
-                                  f"{why}")
-            time.sleep(0.2)
+        found = reader.committed(group, wanted)
     finally:
-        consumer.close()
-    return {(tp.topic, tp.partition): tp.offset for tp in answer if tp.error is None and tp.offset >= 0}
+        reader.close()
+    return {(tp.topic, tp.partition): off for tp, off in found.items() if off is not None}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
