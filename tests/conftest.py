@@ -297,14 +297,22 @@ SECOND_SPARK_MODULES = ("tests/integration/test_conformance_", "tests/integratio
                         "tests/integration/test_java_suite_ports.py",)
 
 
-def _xdist_group(item: pytest.Item, names: set[str]) -> str:
+def _xdist_group(item: pytest.Item, names: set[str], spark_modules: set[str]) -> str:
     """Tests of one module stay on one worker (module-scoped fixtures such as the demo run are
-    made once); tests using the Spark session share one group across modules."""
-    if "spark" in names:
+    made once); tests using the Spark session share one group across modules. A module whose
+    Spark tests share a module-scoped fixture (a secured Kafka node of its own) with its other
+    tests is all in the Spark group: split over two workers, each started the node (~45 s)."""
+    module = item.nodeid.split("::", 1)[0]
+    if "spark" in names or (module in spark_modules and _module_scoped(item)):
         if item.nodeid.startswith(SECOND_SPARK_MODULES):
             return SECOND_SPARK_GROUP
         return SPARK_GROUP
-    return item.nodeid.split("::", 1)[0]
+    return module
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselection and before xdist reads the groups
@@ -313,11 +321,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         items[:] = [item for item in items if _in_test_set(item)]
         config.hook.pytest_deselected(items=dropped)
+    spark_modules = {item.nodeid.split("::", 1)[0] for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.xdist_group(_xdist_group(item, names)))
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item, names, spark_modules)))
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown when xdist is off (-p no:xdist)

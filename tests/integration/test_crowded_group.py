@@ -7,8 +7,8 @@ ownership, handovers from the generations, every Spark batch planned), and the g
 settle after the last wave (the coordinator's description Stable, every member in, every
 partition assigned once) within the crowd's bound.
 
-CI runs the lean crowd (2 queries, 2 Java and 10 librdkafka consumers, 11 members at the peak,
-24 partitions); ``GROUPKAFKA_CROWDED_FULL=1`` runs the 50-member crowd (2 queries, 4 Java and 44
+`make test-extended` runs the lean crowd (2 queries, 2 Java and 10 librdkafka consumers, 11
+members at the peak, 24 partitions); ``GROUPKAFKA_CROWDED_FULL=1`` runs the 50-member crowd (2 queries, 4 Java and 44
 librdkafka consumers, 4 waves, 64 partitions): the commands and measured results are in
 docs/membership.md.
 """
@@ -30,6 +30,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = pytest.mark.integration  # starts its own Kafka node, Spark members and Java consumers
 
 
+@pytest.mark.extended(why="~140 s of a quiet CI (205 s loaded); CI keeps members joining and leaving beside a "
+                        "query in test_java_consumers_bounce_beside_a_query (one per protocol) and the history "
+                        "checker in the quick chaos run")
 def test_a_crowded_group_joining_and_leaving_in_waves_passes_the_chaos_verdict_and_history(tmp_path):
     own_kafka_or_skip("the crowded group runs its own Kafka node")
     missing = java_consumer_missing()
