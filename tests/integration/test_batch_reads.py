@@ -192,8 +192,7 @@ def test_data_loss_when_the_topic_was_recreated(spark, broker, unique_name):
     on the session's broker (every record gone) and re-created with fewer records; the plan
     resolved before the loss names offsets beyond the new end. (Records deleted below the log
     start, DeleteRecords as retention moves it, are test_conformance_dataloss.py's cases, on
-    Apache Kafka.) Until 2026-12-07 it started a broker of its own and restarted it for the
-    loss: two Kafka starts, 117 s of a loaded CI run."""
+    Apache Kafka.)"""
     if broker.backend == "external":
         pytest.skip("needs an embedded broker whose topics it may delete")
     topic = unique_name("loss")

@@ -155,8 +155,7 @@ def test_include_headers(spark, broker, new_topic, unique_name, tmp_path, fetche
 
 def test_data_loss_fails_or_skips(spark, broker, unique_name, tmp_path):
     """Real loss: the group committed offsets that no longer exist after the topic was deleted
-    and re-created with fewer records (on the session's broker: until 2026-12-07 the test
-    started a broker of its own and restarted it, two Kafka starts, 80 s of a loaded CI run)."""
+    and re-created with fewer records."""
     if broker.backend == "external":
         pytest.skip("needs an embedded broker whose topics it may delete")
     topic, group = unique_name("loss"), unique_name("g")
