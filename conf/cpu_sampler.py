@@ -22,7 +22,7 @@ ROLES = (
     ("kafka-broker", ("kafka.Kafka", "kafka.tools.StorageTool")),
     ("spark-jvm", ("org.apache.spark.deploy.SparkSubmit", "org.apache.spark.deploy.master", "org.apache.spark.deploy.worker",
                    "org.apache.spark.executor", "org.apache.spark.sql.connect")),
-    ("java-consumer", ("java-consumer", "ConsoleConsumer", "VerifiableConsumer")),
+    ("java-consumer", ("kafkatest.JsonConsumer", "java-consumer", "ConsoleConsumer", "VerifiableConsumer")),
     ("java-other", ("/java ", "java ")),
     ("spark-python-runner", ("python_streaming_source_runner", "pyspark.sql.worker", "plan_data_source_read")),
     ("spark-python-worker", ("pyspark.daemon", "pyspark.worker")),
